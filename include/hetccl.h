@@ -1,0 +1,196 @@
+/*
+ * HetCCL public API: collective communication across GPUs of different vendors.
+ *
+ * Mirrors NCCL 2.28 names, numeric values and semantics with the `hetccl`
+ * prefix. Streams are passed as `hetcclStream_t` (a cudaStream_t or hipStream_t
+ * on GPU ranks, ignored on host ranks). On host ranks a call, or the
+ * hetcclGroupEnd that closes its group, returns when the operation is complete.
+ */
+#ifndef HETCCL_H_
+#define HETCCL_H_
+
+#include <limits.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HETCCL_MAJOR 0
+#define HETCCL_MINOR 1
+#define HETCCL_PATCH 0
+/* The NCCL version whose API this library speaks (reported by the NCCL face). */
+#define HETCCL_NCCL_VERSION_CODE 22809
+#define HETCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define HETCCL_VERSION_CODE HETCCL_VERSION(HETCCL_MAJOR, HETCCL_MINOR, HETCCL_PATCH)
+
+typedef struct hetccl_comm *hetcclComm_t;
+typedef void *hetcclStream_t;
+#define HETCCL_COMM_NULL NULL
+
+#define HETCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[HETCCL_UNIQUE_ID_BYTES];
+} hetcclUniqueId;
+
+typedef enum {
+  hetcclSuccess = 0,
+  hetcclUnhandledCudaError = 1,
+  hetcclSystemError = 2,
+  hetcclInternalError = 3,
+  hetcclInvalidArgument = 4,
+  hetcclInvalidUsage = 5,
+  hetcclRemoteError = 6,
+  hetcclInProgress = 7,
+  /* NCCL 2.28.9's nccl.h ends at InProgress; Timeout follows as in later NCCL. */
+  hetcclTimeout = 8,
+  hetcclNumResults = 9
+} hetcclResult_t;
+
+typedef enum {
+  hetcclInt8 = 0, hetcclChar = 0,
+  hetcclUint8 = 1,
+  hetcclInt32 = 2, hetcclInt = 2,
+  hetcclUint32 = 3,
+  hetcclInt64 = 4,
+  hetcclUint64 = 5,
+  hetcclFloat16 = 6, hetcclHalf = 6,
+  hetcclFloat32 = 7, hetcclFloat = 7,
+  hetcclFloat64 = 8, hetcclDouble = 8,
+  hetcclBfloat16 = 9,
+  hetcclFloat8e4m3 = 10,
+  hetcclFloat8e5m2 = 11,
+  hetcclNumTypes = 12
+} hetcclDataType_t;
+
+typedef enum { hetcclNumOps_dummy = 5 } hetcclRedOp_dummy_t;
+typedef enum {
+  hetcclSum = 0,
+  hetcclProd = 1,
+  hetcclMax = 2,
+  hetcclMin = 3,
+  hetcclAvg = 4,
+  /* First value of ops created at run time (hetcclRedOpCreatePreMulSum). */
+  hetcclNumOps = 5,
+  hetcclMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(hetcclRedOp_dummy_t))
+} hetcclRedOp_t;
+
+typedef enum {
+  hetcclScalarDevice = 0,
+  hetcclScalarHostImmediate = 1
+} hetcclScalarResidence_t;
+
+#define HETCCL_CONFIG_UNDEF_INT INT_MIN
+#define HETCCL_CONFIG_UNDEF_PTR NULL
+#define HETCCL_SPLIT_NOCOLOR -1
+#define HETCCL_CONFIG_MAGIC 0xcafebeef
+
+/*
+ * Versioned configuration, laid out as NCCL 2.28's ncclConfig_t. Fields are
+ * only ever appended; the library reads `size` bytes and no more, so a caller
+ * built against an older header passes a shorter struct safely.
+ */
+typedef struct hetcclConfig_v22800 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char *netName;
+  int splitShare;
+  int trafficClass;
+  const char *commName;
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+} hetcclConfig_t;
+
+#define HETCCL_CONFIG_INITIALIZER {                                        \
+  sizeof(hetcclConfig_t), HETCCL_CONFIG_MAGIC, HETCCL_NCCL_VERSION_CODE,   \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
+  HETCCL_CONFIG_UNDEF_PTR, HETCCL_CONFIG_UNDEF_INT,                        \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_PTR,                        \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
+  HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT }
+
+/* Version, ids, errors. */
+hetcclResult_t hetcclGetVersion(int *version);
+hetcclResult_t hetcclGetUniqueId(hetcclUniqueId *uniqueId);
+const char *hetcclGetErrorString(hetcclResult_t result);
+const char *hetcclGetLastError(hetcclComm_t comm);
+
+/* Communicators. */
+hetcclResult_t hetcclCommInitRank(hetcclComm_t *comm, int nranks, hetcclUniqueId commId, int rank);
+hetcclResult_t hetcclCommInitRankConfig(hetcclComm_t *comm, int nranks, hetcclUniqueId commId,
+                                        int rank, hetcclConfig_t *config);
+hetcclResult_t hetcclCommInitAll(hetcclComm_t *comms, int ndev, const int *devlist);
+hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm,
+                               hetcclConfig_t *config);
+hetcclResult_t hetcclCommFinalize(hetcclComm_t comm);
+hetcclResult_t hetcclCommDestroy(hetcclComm_t comm);
+hetcclResult_t hetcclCommAbort(hetcclComm_t comm);
+hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t *asyncError);
+hetcclResult_t hetcclCommCount(const hetcclComm_t comm, int *count);
+hetcclResult_t hetcclCommUserRank(const hetcclComm_t comm, int *rank);
+/* The device index of the rank (CUDA/HIP ordinal); -1 on host ranks. */
+hetcclResult_t hetcclCommDevice(const hetcclComm_t comm, int *device);
+
+/* Reduction operators made at run time. */
+hetcclResult_t hetcclRedOpCreatePreMulSum(hetcclRedOp_t *op, void *scalar, hetcclDataType_t datatype,
+                                          hetcclScalarResidence_t residence, hetcclComm_t comm);
+hetcclResult_t hetcclRedOpDestroy(hetcclRedOp_t op, hetcclComm_t comm);
+
+/* Groups. */
+hetcclResult_t hetcclGroupStart(void);
+hetcclResult_t hetcclGroupEnd(void);
+
+/* Collectives. */
+hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                               hetcclDataType_t datatype, hetcclRedOp_t op, hetcclComm_t comm,
+                               hetcclStream_t stream);
+hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                               hetcclDataType_t datatype, int root, hetcclComm_t comm,
+                               hetcclStream_t stream);
+hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                            hetcclDataType_t datatype, hetcclRedOp_t op, int root,
+                            hetcclComm_t comm, hetcclStream_t stream);
+hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                               hetcclDataType_t datatype, hetcclComm_t comm, hetcclStream_t stream);
+hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                   hetcclDataType_t datatype, hetcclRedOp_t op, hetcclComm_t comm,
+                                   hetcclStream_t stream);
+hetcclResult_t hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                              hetcclDataType_t datatype, hetcclComm_t comm, hetcclStream_t stream);
+/* counts and displacements are in elements, one per rank (RCCL's ncclAllToAllv). */
+hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                               void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                               hetcclDataType_t datatype, hetcclComm_t comm, hetcclStream_t stream);
+hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, size_t count,
+                            hetcclDataType_t datatype, int root, hetcclComm_t comm,
+                            hetcclStream_t stream);
+hetcclResult_t hetcclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                             hetcclDataType_t datatype, int root, hetcclComm_t comm,
+                             hetcclStream_t stream);
+hetcclResult_t hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t datatype, int peer,
+                          hetcclComm_t comm, hetcclStream_t stream);
+hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t datatype, int peer,
+                          hetcclComm_t comm, hetcclStream_t stream);
+
+/*
+ * Extension: a unique id agreed through the launcher's environment (torchrun,
+ * mpirun, Slurm), for tools started by a launcher. Fills rank and nranks.
+ * Rank 0 also starts the rendezvous root. See docs/ENV.md.
+ */
+hetcclResult_t hetcclGetUniqueIdFromEnv(hetcclUniqueId *uniqueId, int *rank, int *nranks);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HETCCL_H_ */

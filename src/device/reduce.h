@@ -1,0 +1,62 @@
+/*
+ * Reductions on host memory, for every data type and op, computed as NCCL
+ * does: float16, bfloat16 and the float8 types convert to float for each
+ * step and round back to nearest even (float8: saturating to the largest
+ * finite value, NaN kept); integers wrap. The device kernels
+ * (src/device/kernels) implement the same arithmetic.
+ */
+#ifndef HETCCL_DEVICE_REDUCE_H
+#define HETCCL_DEVICE_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetccl.h"
+
+/* The combine step between ranks. */
+enum hetccl_combine { HETCCL_COMBINE_SUM = 0, HETCCL_COMBINE_PROD, HETCCL_COMBINE_MAX, HETCCL_COMBINE_MIN };
+
+/*
+ * A resolved reduction: what the user's op (including Avg and PreMulSum
+ * handles) means for one call. Avg on floating types is a PreMulSum by 1/n,
+ * on integer types a sum followed by a division by n, as in NCCL.
+ */
+typedef struct hetccl_redop {
+  int combine;        /* enum hetccl_combine */
+  int premul;         /* 1: each rank's input is multiplied by `scalar` before combining */
+  int postdiv;        /* 1: the final result is divided by `divisor` (integer Avg) */
+  int divisor;
+  uint64_t scalar;    /* the multiplier in the data type's own representation */
+} hetccl_redop;
+
+size_t hetccl_type_size(hetcclDataType_t dt);
+const char *hetccl_type_name(hetcclDataType_t dt);
+int hetccl_type_is_float(hetcclDataType_t dt);
+
+/* Encodes `value` in type `dt` (rounded as the type rounds) into *out. */
+void hetccl_scalar_encode(hetcclDataType_t dt, double value, uint64_t *out);
+
+/*
+ * dst[i] = A[i] op b[i] for i < count, where A[i] = premul ? a[i]*scalar
+ * (rounded to the type) : a[i] when `scale_a` is set, else a[i]. dst may
+ * equal a or b. This is the one primitive the engine reduces with.
+ */
+void hetccl_host_reduce(void *dst, const void *a, int scale_a, const void *b, size_t count,
+                        hetcclDataType_t dt, const hetccl_redop *op);
+/* dst[i] = premul ? src[i]*scalar : src[i] (a copy when there is no premul). */
+void hetccl_host_prepare(void *dst, const void *src, size_t count, hetcclDataType_t dt,
+                         const hetccl_redop *op);
+/* buf[i] /= divisor when op->postdiv (integer division, as NCCL); else nothing. */
+void hetccl_host_finish(void *buf, size_t count, hetcclDataType_t dt, const hetccl_redop *op);
+
+/* Conversions used by reductions, tools and tests. */
+float hetccl_half_to_float(uint16_t h);
+uint16_t hetccl_float_to_half(float f);
+float hetccl_bf16_to_float(uint16_t h);
+uint16_t hetccl_float_to_bf16(float f);
+float hetccl_fp8e4m3_to_float(uint8_t v);
+uint8_t hetccl_float_to_fp8e4m3(float f);
+float hetccl_fp8e5m2_to_float(uint8_t v);
+uint8_t hetccl_float_to_fp8e5m2(float f);
+
+#endif

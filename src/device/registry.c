@@ -1,0 +1,18 @@
+#include <string.h>
+
+#include "device/device.h"
+
+const struct hetccl_device_ops *hetccl_device_get(int kind) {
+  switch (kind) {
+    case HETCCL_DEVICE_HOST: return &hetccl_device_host;
+    default: return NULL; /* cuda and hip arrive with their backends */
+  }
+}
+
+int hetccl_device_parse(const char *name) {
+  if (!name) return -1;
+  if (!strcmp(name, "host")) return HETCCL_DEVICE_HOST;
+  if (!strcmp(name, "cuda")) return HETCCL_DEVICE_CUDA;
+  if (!strcmp(name, "hip")) return HETCCL_DEVICE_HIP;
+  return -1;
+}

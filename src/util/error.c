@@ -1,0 +1,33 @@
+#include "util/error.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define HETCCL_ERRMSG_BYTES 1024
+
+static _Thread_local char t_last[HETCCL_ERRMSG_BYTES];
+static char g_last[HETCCL_ERRMSG_BYTES];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t_last, sizeof t_last, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&g_lock);
+  memcpy(g_last, t_last, sizeof g_last);
+  pthread_mutex_unlock(&g_lock);
+  HETCCL_WARN("%s (%s)", t_last, hetcclGetErrorString(code));
+  return code;
+}
+
+const char *hetccl_last_error(void) {
+  if (t_last[0]) return t_last;
+  /* Another thread (a rank's worker) may have failed on our behalf. The
+   * returned pointer stays valid; its text may be replaced by a later error. */
+  return g_last;
+}
