@@ -21,7 +21,7 @@ hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
   pthread_mutex_lock(&g_lock);
   memcpy(g_last, t_last, sizeof g_last);
   pthread_mutex_unlock(&g_lock);
-  HETCCL_WARN("%s (%s)", t_last, hetcclGetErrorString(code));
+  HETCCL_WARN("%s (%s)", t_last, hetccl_result_str(code));
   return code;
 }
 
@@ -31,3 +31,19 @@ const char *hetccl_last_error(void) {
    * returned pointer stays valid; its text may be replaced by a later error. */
   return g_last;
 }
+
+const char *hetccl_result_str(hetcclResult_t r) {
+  switch (r) {
+    case hetcclSuccess: return "no error";
+    case hetcclUnhandledCudaError: return "unhandled cuda error (run with HETCCL_DEBUG=INFO for details)";
+    case hetcclSystemError: return "unhandled system error (run with HETCCL_DEBUG=INFO for details)";
+    case hetcclInternalError: return "internal error - please report this issue to the HetCCL developers";
+    case hetcclInvalidArgument: return "invalid argument (run with HETCCL_DEBUG=WARN for details)";
+    case hetcclInvalidUsage: return "invalid usage (run with HETCCL_DEBUG=WARN for details)";
+    case hetcclRemoteError: return "remote process exited or there was a network error";
+    case hetcclInProgress: return "HetCCL operation in progress";
+    case hetcclTimeout: return "operation timed out (see HETCCL_TIMEOUT_MS)";
+    default: return "unknown result code";
+  }
+}
+

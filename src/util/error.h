@@ -13,6 +13,9 @@ hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) __attribu
 /* The last error message recorded by this thread, else by any thread; "" if none. */
 const char *hetccl_last_error(void);
 
+/* The text of a result code (hetcclGetErrorString). */
+const char *hetccl_result_str(hetcclResult_t r);
+
 /* Propagate a failure, jumping to the function's single exit path. */
 #define HETCCL_CHECK(call)                  \
   do {                                      \

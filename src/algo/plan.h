@@ -1,0 +1,33 @@
+/*
+ * Plans: how one batch of operations (one group, one communicator) runs over
+ * the domains. With a single domain the batch goes straight to the vendor
+ * library; with several, each collective becomes vendor phase, cross-domain
+ * phase over links, vendor phase.
+ */
+#ifndef HETCCL_ALGO_PLAN_H
+#define HETCCL_ALGO_PLAN_H
+
+#include "transport/transport.h"
+#include "vendor/vendor.h"
+
+/* What the plans see of a communicator: filled by core at init. */
+struct hetccl_topology {
+  int rank;
+  int nranks;
+  int ndomains;
+  const int *domain_of;          /* [nranks] */
+  int my_domain;
+  int domain_rank;
+  int domain_size;
+  const int *domain_members;     /* [domain_size] global ranks */
+  hetccl_link *const *links;     /* [nranks] */
+  const struct hetccl_vendor_ops *vendor;
+  hetccl_vcomm *vcomm;
+  int64_t timeout_ms;
+  size_t chunk_bytes;
+};
+
+/* Runs ops[0..n) (global rank numbering) to completion on host ranks. */
+hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n);
+
+#endif

@@ -1,0 +1,181 @@
+/* Collective and point-to-point entry points: validate, resolve the op,
+ * then hand one operation to core (now, or at the group's end). */
+#include <stdint.h>
+#include <string.h>
+
+#include "api/check.h"
+#include "core/group.h"
+#include "util/error.h"
+
+/* Checks shared by every data-moving call. */
+static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, size_t mult) {
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(hetccl_check_type(fn, dt));
+  return hetccl_check_count(fn, count, mult, dt);
+}
+
+static hetcclResult_t with_op(const char *fn, hetcclComm_t comm, hetcclRedOp_t op, hetcclDataType_t dt, hetccl_redop *out) {
+  if ((int)op < 0) return hetccl_error(hetcclInvalidArgument, "%s: unknown reduction op %d", fn, (int)op);
+  hetcclResult_t rc = hetccl_comm_wait_init(comm);
+  if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "%s: communicator is not initialised", fn);
+  return hetccl_redop_resolve(comm, op, dt, out);
+}
+
+static struct hetccl_op make_op(int coll, const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+                                int root, hetcclStream_t stream) {
+  struct hetccl_op o;
+  memset(&o, 0, sizeof o);
+  o.coll = coll;
+  o.sendbuff = sendbuff;
+  o.recvbuff = recvbuff;
+  o.count = count;
+  o.dtype = dt;
+  o.root = root;
+  o.stream = stream;
+  return o;
+}
+
+HETCCL_API hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+                                          hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclAllReduce";
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  struct hetccl_op o = make_op(HETCCL_COLL_ALLREDUCE, sendbuff, recvbuff, count, dt, 0, stream);
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+                                          int root, hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclBroadcast";
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
+  if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  struct hetccl_op o = make_op(HETCCL_COLL_BROADCAST, sendbuff, recvbuff, count, dt, root, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+                                       hetcclRedOp_t op, int root, hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclReduce";
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  struct hetccl_op o = make_op(HETCCL_COLL_REDUCE, sendbuff, recvbuff, count, dt, root, stream);
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt,
+                                          hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclAllGather";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(common(fn, comm, dt, sendcount, (size_t)comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, sendcount));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, sendcount));
+  struct hetccl_op o = make_op(HETCCL_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, dt, 0, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                              hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm,
+                                              hetcclStream_t stream) {
+  const char *fn = "hetcclReduceScatter";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(common(fn, comm, dt, recvcount, (size_t)comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, recvcount));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, recvcount));
+  struct hetccl_op o = make_op(HETCCL_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, dt, 0, stream);
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+                                         hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclAlltoAll";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  if (count && sendbuff == recvbuff)
+    return hetccl_error(hetcclInvalidArgument, "%s: in-place AlltoAll is not supported (sendbuff == recvbuff)", fn);
+  struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALL, sendbuff, recvbuff, count, dt, 0, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+/* Every per-rank extent (displacement + count) must fit in size_t bytes. */
+static hetcclResult_t check_v(const char *fn, const char *what, const size_t *counts, const size_t *displs, int n,
+                              hetcclDataType_t dt, const void *buf) {
+  if (!counts || !displs) return hetccl_error(hetcclInvalidArgument, "%s: %s counts or displacements are NULL", fn, what);
+  for (int r = 0; r < n; r++) {
+    if (counts[r] > SIZE_MAX - displs[r])
+      return hetccl_error(hetcclInvalidArgument, "%s: %s extent of rank %d overflows", fn, what, r);
+    HETCCL_TRY(hetccl_check_count(fn, counts[r] + displs[r], 1, dt));
+    HETCCL_TRY(hetccl_check_ptr(fn, what, buf, counts[r]));
+  }
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                          void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                          hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclAlltoAllv";
+  HETCCL_TRY(common(fn, comm, dt, 0, 1));
+  HETCCL_TRY(check_v(fn, "sendbuff", sendcounts, sdispls, comm->nranks, dt, sendbuff));
+  HETCCL_TRY(check_v(fn, "recvbuff", recvcounts, rdispls, comm->nranks, dt, recvbuff));
+  struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALLV, sendbuff, recvbuff, 0, dt, 0, stream);
+  o.sendcounts = sendcounts;
+  o.sdispls = sdispls;
+  o.recvcounts = recvcounts;
+  o.rdispls = rdispls;
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
+                                       hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclGather";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  struct hetccl_op o = make_op(HETCCL_COLL_GATHER, sendbuff, recvbuff, count, dt, root, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
+                                        hetcclComm_t comm, hetcclStream_t stream) {
+  const char *fn = "hetcclScatter";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
+  if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
+  HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
+  struct hetccl_op o = make_op(HETCCL_COLL_SCATTER, sendbuff, recvbuff, count, dt, root, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+static hetcclResult_t p2p(const char *fn, int coll, const void *sendbuff, void *recvbuff, size_t count,
+                          hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(hetccl_check_rank(fn, "peer", peer, comm->nranks));
+  HETCCL_TRY(hetccl_check_ptr(fn, "buffer", coll == HETCCL_COLL_SEND ? sendbuff : recvbuff, count));
+  /* A lone send or receive to oneself can never be matched on host ranks. */
+  if (peer == comm->rank && hetccl_group_depth() == 0 && count > 0)
+    return hetccl_error(hetcclInvalidUsage, "%s: peer %d is this rank; self send/recv must be inside a group", fn, peer);
+  struct hetccl_op o = make_op(coll, sendbuff, recvbuff, count, dt, peer, stream);
+  return hetccl_enqueue(comm, &o);
+}
+
+HETCCL_API hetcclResult_t hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer,
+                                     hetcclComm_t comm, hetcclStream_t stream) {
+  return p2p("hetcclSend", HETCCL_COLL_SEND, sendbuff, NULL, count, dt, peer, comm, stream);
+}
+
+HETCCL_API hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm,
+                                     hetcclStream_t stream) {
+  return p2p("hetcclRecv", HETCCL_COLL_RECV, NULL, recvbuff, count, dt, peer, comm, stream);
+}

@@ -1,0 +1,155 @@
+/* Communicator, id, error and group entry points. */
+#include <stddef.h>
+#include <string.h>
+
+#include "api/check.h"
+#include "core/group.h"
+#include "core/lifecycle.h"
+#include "util/error.h"
+
+HETCCL_API hetcclResult_t hetcclGetVersion(int *version) {
+  if (!version) return hetccl_error(hetcclInvalidArgument, "hetcclGetVersion: version is NULL");
+  *version = HETCCL_VERSION_CODE;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclGetUniqueId(hetcclUniqueId *id) {
+  if (!id) return hetccl_error(hetcclInvalidArgument, "hetcclGetUniqueId: uniqueId is NULL");
+  return hetccl_bootstrap_new_id(id);
+}
+
+HETCCL_API hetcclResult_t hetcclGetUniqueIdFromEnv(hetcclUniqueId *id, int *rank, int *nranks) {
+  if (!id || !rank || !nranks) return hetccl_error(hetcclInvalidArgument, "hetcclGetUniqueIdFromEnv: NULL argument");
+  return hetccl_bootstrap_id_from_env(id, rank, nranks);
+}
+
+HETCCL_API const char *hetcclGetErrorString(hetcclResult_t r) { return hetccl_result_str(r); }
+
+HETCCL_API const char *hetcclGetLastError(hetcclComm_t comm) {
+  (void)comm; /* errors are recorded per thread, as NCCL does */
+  return hetccl_last_error();
+}
+
+static hetcclResult_t check_init_args(const char *fn, hetcclComm_t *comm, int nranks, int rank) {
+  if (!comm) return hetccl_error(hetcclInvalidArgument, "%s: comm is NULL", fn);
+  *comm = NULL;
+  if (nranks < 1) return hetccl_error(hetcclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
+  return hetccl_check_rank(fn, "rank", rank, nranks);
+}
+
+/* Reads a caller's config by its own size: fields past `size` keep defaults. */
+static hetcclResult_t read_config(const char *fn, const hetcclConfig_t *config, int *nonblocking) {
+  *nonblocking = 0;
+  if (!config) return hetcclSuccess;
+  if (config->size < offsetof(hetcclConfig_t, blocking) + sizeof(int))
+    return hetccl_error(hetcclInvalidArgument, "%s: config size %zu is too small (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->size);
+  if (config->magic != HETCCL_CONFIG_MAGIC)
+    return hetccl_error(hetcclInvalidArgument, "%s: config magic 0x%x is wrong (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->magic);
+  if (config->blocking != HETCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return hetccl_error(hetcclInvalidArgument, "%s: config blocking must be 0 or 1, not %d", fn, config->blocking);
+  *nonblocking = config->blocking == 0;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommInitRank(hetcclComm_t *comm, int nranks, hetcclUniqueId id, int rank) {
+  HETCCL_TRY(check_init_args("hetcclCommInitRank", comm, nranks, rank));
+  return hetccl_comm_start(comm, nranks, &id, rank, 0);
+}
+
+HETCCL_API hetcclResult_t hetcclCommInitRankConfig(hetcclComm_t *comm, int nranks, hetcclUniqueId id, int rank,
+                                                   hetcclConfig_t *config) {
+  int nonblocking;
+  HETCCL_TRY(check_init_args("hetcclCommInitRankConfig", comm, nranks, rank));
+  HETCCL_TRY(read_config("hetcclCommInitRankConfig", config, &nonblocking));
+  return hetccl_comm_start(comm, nranks, &id, rank, nonblocking);
+}
+
+HETCCL_API hetcclResult_t hetcclCommInitAll(hetcclComm_t *comms, int ndev, const int *devlist) {
+  (void)devlist; /* host ranks have no device; GPU kinds will honour it */
+  if (!comms) return hetccl_error(hetcclInvalidArgument, "hetcclCommInitAll: comms is NULL");
+  if (ndev < 1) return hetccl_error(hetcclInvalidArgument, "hetcclCommInitAll: ndev %d must be at least 1", ndev);
+  return hetccl_comm_init_all(comms, ndev);
+}
+
+HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm,
+                                          hetcclConfig_t *config) {
+  int nonblocking;
+  HETCCL_TRY(hetccl_check_comm("hetcclCommSplit", comm));
+  if (!newcomm) return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: newcomm is NULL");
+  if (color < 0 && color != HETCCL_SPLIT_NOCOLOR)
+    return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: color %d must be >= 0 or HETCCL_SPLIT_NOCOLOR", color);
+  HETCCL_TRY(read_config("hetcclCommSplit", config, &nonblocking));
+  hetcclResult_t rc = hetccl_comm_wait_init(comm);
+  if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "hetcclCommSplit: parent communicator is not initialised");
+  return hetccl_comm_split(comm, color, key, newcomm, nonblocking);
+}
+
+HETCCL_API hetcclResult_t hetcclCommFinalize(hetcclComm_t comm) {
+  HETCCL_TRY(hetccl_check_comm("hetcclCommFinalize", comm));
+  return hetccl_comm_finalize(comm);
+}
+
+HETCCL_API hetcclResult_t hetcclCommDestroy(hetcclComm_t comm) {
+  if (!comm) return hetcclSuccess; /* as NCCL: destroying NULL is a no-op */
+  HETCCL_TRY(hetccl_check_comm("hetcclCommDestroy", comm));
+  return hetccl_comm_destroy(comm);
+}
+
+HETCCL_API hetcclResult_t hetcclCommAbort(hetcclComm_t comm) {
+  if (!comm) return hetcclSuccess;
+  HETCCL_TRY(hetccl_check_comm("hetcclCommAbort", comm));
+  return hetccl_comm_destroy(comm);
+}
+
+HETCCL_API hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t *asyncError) {
+  HETCCL_TRY(hetccl_check_comm("hetcclCommGetAsyncError", comm));
+  if (!asyncError) return hetccl_error(hetcclInvalidArgument, "hetcclCommGetAsyncError: asyncError is NULL");
+  int s = atomic_load_explicit(&comm->init_state, memory_order_acquire);
+  *asyncError = s != hetcclSuccess ? (hetcclResult_t)s : (hetcclResult_t)atomic_load(&comm->async_error);
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommCount(const hetcclComm_t comm, int *count) {
+  HETCCL_TRY(hetccl_check_comm("hetcclCommCount", comm));
+  if (!count) return hetccl_error(hetcclInvalidArgument, "hetcclCommCount: count is NULL");
+  *count = comm->nranks;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommUserRank(const hetcclComm_t comm, int *rank) {
+  HETCCL_TRY(hetccl_check_comm("hetcclCommUserRank", comm));
+  if (!rank) return hetccl_error(hetcclInvalidArgument, "hetcclCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommDevice(const hetcclComm_t comm, int *device) {
+  HETCCL_TRY(hetccl_check_comm("hetcclCommDevice", comm));
+  if (!device) return hetccl_error(hetcclInvalidArgument, "hetcclCommDevice: device is NULL");
+  hetcclResult_t rc = hetccl_comm_wait_init(comm);
+  if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "hetcclCommDevice: communicator is not initialised");
+  *device = comm->device;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclRedOpCreatePreMulSum(hetcclRedOp_t *op, void *scalar, hetcclDataType_t datatype,
+                                                     hetcclScalarResidence_t residence, hetcclComm_t comm) {
+  const char *fn = "hetcclRedOpCreatePreMulSum";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  if (!op) return hetccl_error(hetcclInvalidArgument, "%s: op is NULL", fn);
+  if (!scalar) return hetccl_error(hetcclInvalidArgument, "%s: scalar is NULL", fn);
+  HETCCL_TRY(hetccl_check_type(fn, datatype));
+  if (residence != hetcclScalarDevice && residence != hetcclScalarHostImmediate)
+    return hetccl_error(hetcclInvalidArgument, "%s: unknown scalar residence %d", fn, (int)residence);
+  return hetccl_redop_create_premulsum(comm, op, scalar, datatype, residence);
+}
+
+HETCCL_API hetcclResult_t hetcclRedOpDestroy(hetcclRedOp_t op, hetcclComm_t comm) {
+  HETCCL_TRY(hetccl_check_comm("hetcclRedOpDestroy", comm));
+  return hetccl_redop_destroy(comm, op);
+}
+
+HETCCL_API hetcclResult_t hetcclGroupStart(void) { return hetccl_group_start(); }
+HETCCL_API hetcclResult_t hetcclGroupEnd(void) { return hetccl_group_end(); }

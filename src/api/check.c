@@ -1,0 +1,37 @@
+#include "api/check.h"
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+hetcclResult_t hetccl_check_comm(const char *fn, hetcclComm_t comm) {
+  if (!comm) return hetccl_error(hetcclInvalidArgument, "%s: comm is NULL", fn);
+  if (!hetccl_comm_is_live(comm))
+    return hetccl_error(hetcclInvalidArgument, "%s: comm is not a live communicator (destroyed, or never created)", fn);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt) {
+  if ((int)dt < 0 || (int)dt >= (int)hetcclNumTypes)
+    return hetccl_error(hetcclInvalidArgument, "%s: unknown datatype %d", fn, (int)dt);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt) {
+  size_t esz = hetccl_type_size(dt);
+  if (mult && count > SIZE_MAX / esz / mult)
+    return hetccl_error(hetcclInvalidArgument, "%s: count %zu of %s (x%zu) overflows the address space", fn, count,
+                        hetccl_type_name(dt), mult);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p, size_t count) {
+  if (!p && count > 0) return hetccl_error(hetcclInvalidArgument, "%s: %s is NULL with count %zu", fn, what, count);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_check_rank(const char *fn, const char *what, int r, int nranks) {
+  if (r < 0 || r >= nranks)
+    return hetccl_error(hetcclInvalidArgument, "%s: %s %d is out of range [0, %d)", fn, what, r, nranks);
+  return hetcclSuccess;
+}

@@ -1,0 +1,119 @@
+/*
+ * The communicator: who the ranks are, which domain each belongs to, the
+ * links between them, and the vendor communicator of this rank's domain.
+ * Everything here is decided at init from values all ranks exchanged, so
+ * every rank derives the same domain table and the same plans.
+ */
+#ifndef HETCCL_CORE_COMM_H
+#define HETCCL_CORE_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "algo/plan.h"
+#include "bootstrap/bootstrap.h"
+#include "device/reduce.h"
+#include "transport/transport.h"
+#include "vendor/vendor.h"
+
+#define HETCCL_DOMAIN_LABEL_BYTES 32
+
+/* What each rank tells the others at init (fixed size, allgathered). */
+struct hetccl_rank_info {
+  uint64_t host_hash;     /* same value <=> same host (boot id, hostname, network namespace) */
+  int32_t pid;
+  int32_t device_kind;    /* enum hetccl_device_kind */
+  int32_t device;
+  char domain[HETCCL_DOMAIN_LABEL_BYTES];
+  /* Settings that must agree across ranks: rank 0's values are used. */
+  int64_t chunk_bytes;
+  int64_t small_bytes;
+  int64_t timeout_ms;
+  int32_t forced_transport; /* -1: best per link */
+  int32_t socket_nstreams;
+  int64_t shm_slot_bytes;
+  int32_t shm_nslots;
+  int32_t pad;
+  uint8_t addr[HETCCL_TRANSPORT_COUNT][HETCCL_TRANSPORT_ADDR_BYTES];
+};
+
+/* A PreMulSum operator made by hetcclRedOpCreatePreMulSum. */
+struct hetccl_user_redop {
+  int in_use;
+  hetcclDataType_t dtype;
+  hetcclScalarResidence_t residence;
+  const void *scalar_ptr;   /* hetcclScalarDevice: read at each call */
+  uint64_t scalar;          /* hetcclScalarHostImmediate: read at creation */
+};
+
+struct hetccl_comm_worker; /* core/worker.c */
+
+struct hetccl_comm {
+  int rank;
+  int nranks;
+  int device_kind;
+  int device;
+  int nonblocking;
+  hetcclUniqueId id;
+
+  /* Init state: init may run on another thread for non-blocking configs. */
+  atomic_int init_state;    /* hetcclInProgress while initialising, then the init result */
+  pthread_t init_thread;
+  atomic_int init_thread_live;
+
+  hetccl_bootstrap *bootstrap;
+  struct hetccl_rank_info *infos;   /* [nranks] */
+  hetccl_net_ctx net;
+  int net_ready[HETCCL_TRANSPORT_COUNT];
+  hetccl_link **links;              /* [nranks], NULL for self and for pairs not linked */
+
+  /* Domains: ranks grouped by (device kind, label), numbered by first rank. */
+  int ndomains;
+  int *domain_of;                   /* [nranks] */
+  int my_domain;
+  int domain_rank;                  /* this rank's index within its domain */
+  int domain_size;
+  int *domain_members;              /* [domain_size]: global ranks of this domain, ascending */
+  hetccl_link **domain_links;       /* [domain_size]: links by domain rank (the vendor keeps this pointer) */
+
+  const struct hetccl_vendor_ops *vendor;
+  hetccl_vcomm *vcomm;
+  struct hetccl_topology topo;      /* what plans see; filled at the end of init */
+
+  struct hetccl_user_redop *user_ops;
+  int nuser_ops;
+  pthread_mutex_t lock;             /* guards user_ops */
+
+  atomic_int async_error;           /* first failure of an operation, else hetcclSuccess */
+  int finalized;
+
+  struct hetccl_comm_worker *worker;  /* made on first group spanning several comms */
+};
+
+/* Live-communicator registry: lets every API call reject a pointer that is
+ * not (or no longer) a communicator without dereferencing it. */
+void hetccl_comm_register(struct hetccl_comm *c);
+void hetccl_comm_unregister(struct hetccl_comm *c);
+int hetccl_comm_is_live(const struct hetccl_comm *c);
+
+/* Initialisation (core/comm_init.c). `parent` is NULL except for split. */
+hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,
+                                  int nonblocking);
+hetcclResult_t hetccl_comm_init(struct hetccl_comm *c);
+/* Runs hetccl_comm_init on a thread of its own; the result lands in init_state. */
+hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c);
+/* Waits for a non-blocking init to finish; returns its result. */
+hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c);
+void hetccl_comm_free(struct hetccl_comm *c);
+
+/* Host identity (core/host_id.c). */
+uint64_t hetccl_host_hash(void);
+
+/* Reduction operators (core/redop.c). */
+hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, hetcclDataType_t dt, hetccl_redop *out);
+hetcclResult_t hetccl_redop_create_premulsum(struct hetccl_comm *c, hetcclRedOp_t *op, const void *scalar,
+                                             hetcclDataType_t dt, hetcclScalarResidence_t residence);
+hetcclResult_t hetccl_redop_destroy(struct hetccl_comm *c, hetcclRedOp_t op);
+
+#endif

@@ -1,0 +1,111 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/domains.h"
+#include "device/device.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/params.h"
+
+static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
+  return a->device_kind == b->device_kind && strncmp(a->domain, b->domain, HETCCL_DOMAIN_LABEL_BYTES) == 0;
+}
+
+hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
+  int n = c->nranks;
+  c->domain_of = malloc((size_t)n * sizeof *c->domain_of);
+  if (!c->domain_of) return hetccl_error(hetcclSystemError, "out of memory for the domain table");
+  c->ndomains = 0;
+  for (int r = 0; r < n; r++) {
+    c->domain_of[r] = -1;
+    for (int q = 0; q < r; q++) {
+      if (same_domain(&c->infos[q], &c->infos[r])) {
+        c->domain_of[r] = c->domain_of[q];
+        break;
+      }
+    }
+    if (c->domain_of[r] < 0) c->domain_of[r] = c->ndomains++;
+  }
+  c->my_domain = c->domain_of[c->rank];
+  c->domain_size = 0;
+  for (int r = 0; r < n; r++) c->domain_size += c->domain_of[r] == c->my_domain;
+  c->domain_members = malloc((size_t)c->domain_size * sizeof *c->domain_members);
+  if (!c->domain_members) return hetccl_error(hetcclSystemError, "out of memory for the domain table");
+  for (int r = 0, i = 0; r < n; r++) {
+    if (c->domain_of[r] != c->my_domain) continue;
+    if (r == c->rank) c->domain_rank = i;
+    c->domain_members[i++] = r;
+  }
+  if (c->rank == 0 && hetccl_log_level() >= HETCCL_LOG_INFO) {
+    for (int d = 0; d < c->ndomains; d++) {
+      int first = -1, size = 0;
+      for (int r = 0; r < n; r++)
+        if (c->domain_of[r] == d) {
+          if (first < 0) first = r;
+          size++;
+        }
+      const struct hetccl_device_ops *ops = hetccl_device_get(c->infos[first].device_kind);
+      HETCCL_INFO("domain %d: label '%s', kind %s, %d ranks from rank %d", d, c->infos[first].domain,
+                  ops ? ops->name : "?", size, first);
+    }
+  }
+  return hetcclSuccess;
+}
+
+static const struct hetccl_vendor_ops *vendor_for_kind(int kind) {
+  switch (kind) {
+    case HETCCL_DEVICE_HOST: return &hetccl_vendor_builtin;
+    default: return NULL; /* NCCL and RCCL arrive with their backends */
+  }
+}
+
+int hetccl_comm_needs_link(const struct hetccl_comm *c, int peer) {
+  if (c->domain_of[peer] != c->my_domain) return 1;
+  return vendor_for_kind(c->device_kind) == &hetccl_vendor_builtin;
+}
+
+/* The domain's broadcast for vendor unique ids: domain rank 0 sends to the rest. */
+static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
+  struct hetccl_comm *c = ctx;
+  enum { TAG_VENDOR_ID = 0x56494431u };
+  if (c->domain_rank == 0) {
+    for (int i = 1; i < c->domain_size; i++)
+      HETCCL_TRY(hetccl_bootstrap_send(c->bootstrap, c->domain_members[i], TAG_VENDOR_ID, buf, bytes));
+    return hetcclSuccess;
+  }
+  return hetccl_bootstrap_recv(c->bootstrap, c->domain_members[0], TAG_VENDOR_ID, buf, bytes);
+}
+
+hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
+  hetcclResult_t rc = hetcclSuccess;
+  const struct hetccl_params *p = hetccl_params();
+  hetccl_link **dlinks;
+  c->vendor = vendor_for_kind(c->device_kind);
+  if (!c->vendor) return hetccl_error(hetcclInvalidUsage, "no vendor library for device kind %d", c->device_kind);
+  dlinks = c->domain_links = calloc((size_t)c->domain_size, sizeof *dlinks);
+  if (!dlinks) return hetccl_error(hetcclSystemError, "out of memory for domain links");
+  for (int i = 0; i < c->domain_size; i++) dlinks[i] = c->links[c->domain_members[i]];
+  struct hetccl_vendor_init args = {
+      .rank = c->domain_rank,
+      .nranks = c->domain_size,
+      .device = c->device,
+      .links = dlinks,
+      .timeout_ms = c->net.timeout_ms,
+      .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
+      .small_bytes = (size_t)c->infos[0].small_bytes,
+      .bcast = domain_bcast,
+      .bcast_ctx = c,
+  };
+  (void)p;
+  HETCCL_CHECK(c->vendor->init(&args, &c->vcomm));
+fail:
+  return rc;
+}
+
+void hetccl_domains_free(struct hetccl_comm *c) {
+  free(c->domain_of);
+  free(c->domain_members);
+  free(c->domain_links);
+  c->domain_of = c->domain_members = NULL;
+  c->domain_links = NULL;
+}

@@ -1,0 +1,170 @@
+#include "core/group.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+struct group_entry {
+  struct hetccl_comm *comm;
+  struct hetccl_op op;
+};
+
+/* Per-thread group state; the arrays are kept between groups so that a
+ * steady stream of grouped calls allocates nothing. */
+static _Thread_local struct {
+  int depth;
+  struct group_entry *ents;
+  int n, cap;
+  struct hetccl_op *batch;       /* scratch: one communicator's ops, in order */
+  int batch_cap;
+  struct hetccl_comm **inits;
+  int ninits, inits_cap;
+  struct hetccl_comm **subs;     /* communicators with a batch on their worker */
+  int subs_cap;
+} g;
+
+int hetccl_group_depth(void) { return g.depth; }
+
+hetcclResult_t hetccl_group_start(void) {
+  g.depth++;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_op *ops, int n) {
+  hetcclResult_t rc = hetccl_comm_wait_init(c);
+  if (rc != hetcclSuccess)
+    return hetccl_error(hetcclInvalidUsage, "communicator failed to initialise (%s)", hetccl_result_str(rc));
+  rc = atomic_load(&c->async_error);
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "communicator is in an error state from an earlier failure: %s", hetccl_last_error());
+  rc = hetccl_plan_run(&c->topo, ops, n);
+  if (rc != hetcclSuccess) {
+    int ok = hetcclSuccess;
+    atomic_compare_exchange_strong(&c->async_error, &ok, (int)rc);
+  }
+  return rc;
+}
+
+hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op) {
+  if (g.depth == 0) return hetccl_comm_run_batch(c, op, 1);
+  if (g.n == g.cap) {
+    int cap = g.cap ? g.cap * 2 : 64;
+    struct group_entry *e = realloc(g.ents, (size_t)cap * sizeof *e);
+    if (!e) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
+    g.ents = e;
+    g.cap = cap;
+  }
+  g.ents[g.n].comm = c;
+  g.ents[g.n].op = *op;
+  g.n++;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_group_defer_init(struct hetccl_comm *c) {
+  if (g.ninits == g.inits_cap) {
+    int cap = g.inits_cap ? g.inits_cap * 2 : 8;
+    struct hetccl_comm **t = realloc(g.inits, (size_t)cap * sizeof *t);
+    if (!t) return hetccl_error(hetcclSystemError, "out of memory recording a grouped init");
+    g.inits = t;
+    g.inits_cap = cap;
+  }
+  g.inits[g.ninits++] = c;
+  return hetcclSuccess;
+}
+
+/* Grouped inits run concurrently: their rendezvous need each other. */
+static hetcclResult_t run_deferred_inits(void) {
+  hetcclResult_t rc = hetcclSuccess;
+  for (int i = 0; i < g.ninits; i++) {
+    hetcclResult_t r = hetccl_comm_init_async(g.inits[i]);
+    if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
+  }
+  for (int i = 0; i < g.ninits; i++) {
+    struct hetccl_comm *c = g.inits[i];
+    if (c->nonblocking) continue; /* polled through hetcclCommGetAsyncError */
+    hetcclResult_t r = hetccl_comm_wait_init(c);
+    if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
+  }
+  g.ninits = 0;
+  return rc;
+}
+
+static hetcclResult_t gather_batch(struct hetccl_comm *c, int from, int *count) {
+  int n = 0;
+  for (int i = from; i < g.n; i++) n += g.ents[i].comm == c;
+  if (n > g.batch_cap) {
+    struct hetccl_op *b = realloc(g.batch, (size_t)n * sizeof *b);
+    if (!b) return hetccl_error(hetcclSystemError, "out of memory for a group batch");
+    g.batch = b;
+    g.batch_cap = n;
+  }
+  n = 0;
+  for (int i = from; i < g.n; i++)
+    if (g.ents[i].comm == c) {
+      g.batch[n++] = g.ents[i].op;
+      g.ents[i].comm = NULL; /* taken */
+    }
+  *count = n;
+  return hetcclSuccess;
+}
+
+static hetcclResult_t run_ops(void) {
+  hetcclResult_t rc = hetcclSuccess;
+  int ncomms = 0;
+  for (int i = 0; i < g.n; i++)
+    if (g.ents[i].comm) {
+      int dup = 0;
+      for (int j = 0; j < i && !dup; j++) dup = g.ents[j].comm == g.ents[i].comm;
+      ncomms += !dup;
+    }
+  if (ncomms <= 1) {
+    if (g.n) {
+      int n;
+      struct hetccl_comm *c = g.ents[0].comm;
+      HETCCL_CHECK(gather_batch(c, 0, &n));
+      HETCCL_CHECK(hetccl_comm_run_batch(c, g.batch, n));
+    }
+    goto fail; /* the common exit */
+  }
+  /* Several communicators: each batch on its communicator's worker. The
+   * workers copy their ops, so g.batch is reused for each submission. */
+  if (ncomms > g.subs_cap) {
+    struct hetccl_comm **t = realloc(g.subs, (size_t)ncomms * sizeof *t);
+    if (!t) {
+      rc = hetccl_error(hetcclSystemError, "out of memory for a group of %d communicators", ncomms);
+      goto fail;
+    }
+    g.subs = t;
+    g.subs_cap = ncomms;
+  }
+  int nsub = 0;
+  for (int i = 0; i < g.n; i++) {
+    struct hetccl_comm *c = g.ents[i].comm;
+    if (!c) continue;
+    int n;
+    hetcclResult_t r = gather_batch(c, i, &n);
+    if (r == hetcclSuccess) r = hetccl_worker_submit(c, g.batch, n);
+    if (r != hetcclSuccess) {
+      if (rc == hetcclSuccess) rc = r;
+      continue;
+    }
+    g.subs[nsub++] = c;
+  }
+  for (int i = 0; i < nsub; i++) {
+    hetcclResult_t r = hetccl_worker_wait(g.subs[i]);
+    if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
+  }
+fail:
+  g.n = 0;
+  return rc;
+}
+
+hetcclResult_t hetccl_group_end(void) {
+  if (g.depth == 0) return hetccl_error(hetcclInvalidUsage, "hetcclGroupEnd called without a matching hetcclGroupStart");
+  if (--g.depth > 0) return hetcclSuccess;
+  hetcclResult_t rc = run_deferred_inits();
+  hetcclResult_t r = run_ops();
+  if (rc == hetcclSuccess) rc = r;
+  return rc;
+}

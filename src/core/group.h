@@ -1,0 +1,31 @@
+/*
+ * Groups and enqueueing. Outside a group an operation runs at once; inside,
+ * operations (and communicator inits) wait for the hetcclGroupEnd that closes
+ * the outermost group. A group spanning several communicators runs each
+ * communicator's batch on that communicator's worker thread, so one thread
+ * driving several ranks (hetcclCommInitAll) never deadlocks.
+ */
+#ifndef HETCCL_CORE_GROUP_H
+#define HETCCL_CORE_GROUP_H
+
+#include "core/comm.h"
+
+hetcclResult_t hetccl_group_start(void);
+hetcclResult_t hetccl_group_end(void);
+int hetccl_group_depth(void);
+/* Runs `op` now, or records it in the open group. */
+hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op);
+/* Records a communicator whose init must run at hetcclGroupEnd. */
+hetcclResult_t hetccl_group_defer_init(struct hetccl_comm *c);
+
+/* Per-communicator worker thread (core/worker.c). */
+hetcclResult_t hetccl_worker_submit(struct hetccl_comm *c, const struct hetccl_op *ops, int n);
+/* Waits for the submitted batch; copies its error message into this thread's last error. */
+hetcclResult_t hetccl_worker_wait(struct hetccl_comm *c);
+void hetccl_worker_stop(struct hetccl_comm *c);
+
+/* Runs a batch for one communicator on this thread, recording failures as the
+ * communicator's asynchronous error. */
+hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_op *ops, int n);
+
+#endif
