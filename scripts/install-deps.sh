@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs, from Debian packages, whatever the build and tests need and this
+# machine lacks. Run as root (or with sudo available). Idempotent: installs
+# nothing when everything is present.
+#   --bench   also the benchmark references (Open MPI)
+set -euo pipefail
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+have_cmd cmake || need+=(cmake)
+have_cmd gcc || need+=(gcc)
+have_cmd make || need+=(make)
+have_cmd pkg-config || need+=(pkg-config)
+have_cmd ip || need+=(iproute2)
+have_pkg libc6-dev || need+=(libc6-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --bench)
+      have_cmd mpicc || need+=(libopenmpi-dev)
+      have_cmd mpirun || need+=(openmpi-bin)
+      ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps.sh: installing ${need[*]}"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  have_cmd sudo || { echo "install-deps.sh: need root to install ${need[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
