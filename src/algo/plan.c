@@ -1,13 +1,115 @@
 #include "algo/plan.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/plan_state.h"
 #include "util/error.h"
+#include "util/log.h"
+
+hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void **ptr) {
+  if (bytes > s->bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes)) return hetccl_error(hetcclSystemError, "out of memory for %zu bytes of scratch", bytes);
+    free(s->ptr);
+    s->ptr = p;
+    s->bytes = bytes;
+  }
+  *ptr = s->ptr;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_plan_vop_add(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  if (st->nvops == st->vops_cap) {
+    int cap = st->vops_cap ? st->vops_cap * 2 : 16;
+    struct hetccl_op *v = realloc(st->vops, (size_t)cap * sizeof *v);
+    if (!v) return hetccl_error(hetcclSystemError, "out of memory for a vendor batch");
+    st->vops = v;
+    st->vops_cap = cap;
+  }
+  st->vops[st->nvops++] = *op;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_plan_vops_run(struct hetccl_plan_state *st) {
+  int n = st->nvops;
+  st->nvops = 0;
+  if (n == 0) return hetcclSuccess;
+  return st->topo->vendor->run(st->topo->vcomm, st->vops, n);
+}
+
+hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct hetccl_plan_state **out) {
+  struct hetccl_plan_state *st = calloc(1, sizeof *st);
+  if (!st) return hetccl_error(hetcclSystemError, "out of memory for plan state");
+  st->topo = t;
+  st->ndomains = t->ndomains;
+  st->dom_size = calloc((size_t)t->ndomains, sizeof *st->dom_size);
+  st->dom_member = calloc((size_t)t->ndomains, sizeof *st->dom_member);
+  st->dom_rank_of = calloc((size_t)t->nranks, sizeof *st->dom_rank_of);
+  if (!st->dom_size || !st->dom_member || !st->dom_rank_of) goto oom;
+  for (int r = 0; r < t->nranks; r++) st->dom_rank_of[r] = st->dom_size[t->domain_of[r]]++;
+  for (int d = 0; d < t->ndomains; d++) {
+    st->dom_member[d] = calloc((size_t)st->dom_size[d], sizeof(int));
+    if (!st->dom_member[d]) goto oom;
+  }
+  for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
+  *out = st;
+  return hetcclSuccess;
+oom:
+  hetccl_plan_state_free(st);
+  return hetccl_error(hetcclSystemError, "out of memory for plan state");
+}
+
+void hetccl_plan_state_free(struct hetccl_plan_state *st) {
+  if (!st) return;
+  for (int d = 0; st->dom_member && d < st->ndomains; d++) free(st->dom_member[d]);
+  free(st->dom_member);
+  free(st->dom_size);
+  free(st->dom_rank_of);
+  for (int i = 0; i < HETCCL_SCRATCH_SLOTS; i++) free(st->scratch[i].ptr);
+  free(st->vops);
+  hetccl_xfer_free(&st->xfers);
+  free(st);
+}
+
+static int is_p2p_shaped(int coll) {
+  return coll == HETCCL_COLL_SEND || coll == HETCCL_COLL_RECV;
+}
+
+static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  switch (op->coll) {
+    case HETCCL_COLL_ALLREDUCE: return hetccl_plan_allreduce(st, op);
+    case HETCCL_COLL_REDUCESCATTER: return hetccl_plan_reducescatter(st, op);
+    case HETCCL_COLL_ALLGATHER: return hetccl_plan_allgather(st, op);
+    case HETCCL_COLL_BROADCAST: return hetccl_plan_broadcast(st, op);
+    case HETCCL_COLL_REDUCE: return hetccl_plan_reduce(st, op);
+    case HETCCL_COLL_ALLTOALL:
+    case HETCCL_COLL_ALLTOALLV:
+    case HETCCL_COLL_GATHER:
+    case HETCCL_COLL_SCATTER: return hetccl_plan_p2p(st, op, 1, 0);
+    default: return hetccl_error(hetcclInternalError, "no plan for operation %d", op->coll);
+  }
+}
 
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n) {
   if (n <= 0) return hetcclSuccess;
-  if (t->ndomains == 1) {
-    /* Pass-through: domain ranks are global ranks. */
-    return t->vendor->run(t->vcomm, ops, n);
+  if (t->ndomains == 1) return t->vendor->run(t->vcomm, ops, n); /* pass-through */
+  struct hetccl_plan_state *st = t->state;
+  static _Thread_local int logged;
+  if (!logged && t->rank == 0 && hetccl_log_level() >= HETCCL_LOG_INFO) {
+    logged = 1;
+    HETCCL_INFO("cross-domain plan: %s over %d domains (vendor phase, link exchange, vendor phase)",
+                hetccl_coll_name(ops[0].coll), t->ndomains);
   }
-  return hetccl_error(hetcclInvalidUsage,
-                      "communicator spans %d domains; cross-domain plans are not available in this build", t->ndomains);
+  /* Collectives in order; the batch's sends and receives together at the end. */
+  int np2p = 0;
+  for (int i = 0; i < n; i++) {
+    if (is_p2p_shaped(ops[i].coll)) {
+      np2p++;
+      continue;
+    }
+    HETCCL_TRY(run_one(st, &ops[i]));
+  }
+  if (np2p == 0) return hetcclSuccess;
+  return hetccl_plan_p2p(st, ops, n, 1);
 }

@@ -10,6 +10,8 @@
 #include "transport/transport.h"
 #include "vendor/vendor.h"
 
+struct hetccl_plan_state;
+
 /* What the plans see of a communicator: filled by core at init. */
 struct hetccl_topology {
   int rank;
@@ -25,7 +27,12 @@ struct hetccl_topology {
   hetccl_vcomm *vcomm;
   int64_t timeout_ms;
   size_t chunk_bytes;
+  struct hetccl_plan_state *state;  /* cross-domain scratch (NULL with one domain) */
 };
+
+struct hetccl_plan_state;
+hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct hetccl_plan_state **out);
+void hetccl_plan_state_free(struct hetccl_plan_state *st);
 
 /* Runs ops[0..n) (global rank numbering) to completion on host ranks. */
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n);
