@@ -109,7 +109,7 @@ static hetcclResult_t connect_links(struct hetccl_comm *c) {
   if (!c->links) return hetccl_error(hetcclSystemError, "out of memory for links");
   for (int peer = 0; peer < c->nranks; peer++) {
     if (peer == c->rank || !hetccl_comm_needs_link(c, peer)) continue;
-    int t;
+    int t = -1;
     HETCCL_TRY(pick_transport(c, peer, &t));
     const struct hetccl_transport_ops *ops = hetccl_transport_get(t);
     if (!ops || !c->net_ready[t]) return hetccl_error(hetcclInternalError, "transport %d is not available", t);

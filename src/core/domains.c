@@ -13,11 +13,11 @@ static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_ran
 
 hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
   int n = c->nranks;
-  c->domain_of = malloc((size_t)n * sizeof *c->domain_of);
+  c->domain_of = calloc((size_t)n, sizeof *c->domain_of);
   if (!c->domain_of) return hetccl_error(hetcclSystemError, "out of memory for the domain table");
   c->ndomains = 0;
+  for (int r = 0; r < n; r++) c->domain_of[r] = -1;
   for (int r = 0; r < n; r++) {
-    c->domain_of[r] = -1;
     for (int q = 0; q < r; q++) {
       if (same_domain(&c->infos[q], &c->infos[r])) {
         c->domain_of[r] = c->domain_of[q];
