@@ -1,0 +1,268 @@
+/*
+ * Socket link setup. Each communicator listens on one port. For a link, the
+ * lower rank opens nstreams TCP connections to the higher rank and sends a
+ * hello on each; the higher rank accepts until it holds all streams of that
+ * peer, keeping verified connections of other peers for their own connect().
+ * The kernel completes handshakes from the listen backlog, so the lower
+ * rank never waits for the higher one to be inside connect(): ranks that
+ * connect to all peers in rank order cannot deadlock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transport/socket_internal.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/time.h"
+
+/* A connection that has not sent its whole hello by then is dropped. */
+#define HELLO_TIMEOUT_NS 10000000000ull
+
+static void hello_mac(const hetccl_net_ctx *ctx, uint32_t rank, uint32_t stream, uint32_t accepting_rank,
+                      uint8_t out[HETCCL_SHA256_BYTES]) {
+  uint8_t msg[20];
+  memcpy(msg, &ctx->comm_tag, 8);
+  memcpy(msg + 8, &rank, 4);
+  memcpy(msg + 12, &stream, 4);
+  memcpy(msg + 16, &accepting_rank, 4);
+  hetccl_hmac_sha256(ctx->secret, HETCCL_SECRET_BYTES, msg, sizeof(msg), out);
+}
+
+/* Data-path options; also called on the listener so accepted sockets inherit
+ * the buffer sizes before their handshake. */
+static void tune_socket(int fd) {
+  int one = 1, buf = SOCKET_BUF_BYTES;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+static hetcclResult_t set_nonblocking(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return hetccl_error(hetcclSystemError, "socket: cannot make fd %d non-blocking: %s", fd, strerror(errno));
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
+  _Static_assert(sizeof(struct socket_addr) <= HETCCL_TRANSPORT_ADDR_BYTES, "socket address too large");
+  hetcclResult_t rc = hetcclSuccess;
+  if (ctx->state[HETCCL_TRANSPORT_SOCKET])
+    return hetccl_error(hetcclInvalidUsage, "socket: setup called twice for one communicator");
+  struct socket_state *st = calloc(1, sizeof(*st));
+  if (!st) return hetccl_error(hetcclSystemError, "socket: out of memory");
+  st->listen_fd = -1;
+  HETCCL_CHECK(hetccl_sock_local_addr(ctx->socket_ifname ? ctx->socket_ifname : "", &st->addr));
+  HETCCL_CHECK(hetccl_sock_listen(&st->addr, &st->listen_fd));
+  tune_socket(st->listen_fd);
+  HETCCL_CHECK(set_nonblocking(st->listen_fd));
+  struct socket_addr a;
+  memset(&a, 0, sizeof(a));
+  a.magic = SOCKET_ADDR_MAGIC;
+  a.len = (uint32_t)hetccl_sock_len(&st->addr);
+  a.sa = st->addr;
+  memset(addr, 0, HETCCL_TRANSPORT_ADDR_BYTES);
+  memcpy(addr, &a, sizeof(a));
+  ctx->state[HETCCL_TRANSPORT_SOCKET] = st;
+  char s[96];
+  HETCCL_INFO("socket: rank %d listening on %s", ctx->rank, hetccl_sock_str(&st->addr, s, sizeof(s)));
+  return hetcclSuccess;
+fail:
+  if (st->listen_fd >= 0) close(st->listen_fd);
+  free(st);
+  return rc;
+}
+
+void hetccl_socket_teardown(hetccl_net_ctx *ctx) {
+  struct socket_state *st = ctx->state[HETCCL_TRANSPORT_SOCKET];
+  if (!st) return;
+  if (st->listen_fd >= 0) close(st->listen_fd);
+  for (int i = 0; i < st->nstash; i++) close(st->stash[i].fd);
+  for (int i = 0; i < st->npending; i++) close(st->pending[i].fd);
+  free(st->stash);
+  free(st->pending);
+  free(st);
+  ctx->state[HETCCL_TRANSPORT_SOCKET] = NULL;
+}
+
+/* Lower rank: connect every stream and introduce it. */
+static hetcclResult_t connect_streams(hetccl_net_ctx *ctx, int peer, const union hetccl_sockaddr *sa, int *fds) {
+  hetcclResult_t rc = hetcclSuccess;
+  uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
+  for (int s = 0; s < ctx->socket_nstreams; s++) {
+    HETCCL_CHECK(hetccl_sock_connect(sa, deadline, &fds[s]));
+    struct socket_hello h;
+    memset(&h, 0, sizeof(h));
+    h.magic = SOCKET_HELLO_MAGIC;
+    h.comm_tag = ctx->comm_tag;
+    h.rank = (uint32_t)ctx->rank;
+    h.stream = (uint32_t)s;
+    hello_mac(ctx, h.rank, h.stream, (uint32_t)peer, h.mac);
+    HETCCL_CHECK(hetccl_sock_send_all(fds[s], &h, sizeof(h), deadline));
+  }
+  return hetcclSuccess;
+fail:
+  for (int s = 0; s < ctx->socket_nstreams; s++)
+    if (fds[s] >= 0) close(fds[s]), fds[s] = -1;
+  return rc;
+}
+
+/* NULL when the hello is good, else why not. */
+static const char *hello_problem(const hetccl_net_ctx *ctx, const struct socket_hello *h) {
+  if (h->magic != SOCKET_HELLO_MAGIC) return "not a HetCCL socket hello (or another version)";
+  if (h->comm_tag != ctx->comm_tag) return "hello for another communicator";
+  if (h->rank >= (uint32_t)ctx->rank) return "hello from a rank that should accept, not connect";
+  if (h->stream >= (uint32_t)ctx->socket_nstreams) return "stream index out of range";
+  uint8_t mac[HETCCL_SHA256_BYTES];
+  hello_mac(ctx, h->rank, h->stream, (uint32_t)ctx->rank, mac);
+  if (!hetccl_bytes_equal(mac, h->mac, sizeof(mac))) return "hello does not prove the communicator's secret";
+  return NULL;
+}
+
+static void drop_conn(int fd, int rank, const char *why) {
+  union hetccl_sockaddr sa;
+  socklen_t len = sizeof(sa);
+  char s[96] = "?";
+  if (getpeername(fd, &sa.sa, &len) == 0) hetccl_sock_str(&sa, s, sizeof(s));
+  HETCCL_WARN("socket: rank %d dropped a connection from %s: %s", rank, s, why);
+  close(fd);
+}
+
+static hetcclResult_t grow(void **arr, int *cap, int need, size_t elem) {
+  if (need <= *cap) return hetcclSuccess;
+  int ncap = *cap ? *cap * 2 : 8;
+  while (ncap < need) ncap *= 2;
+  void *n = realloc(*arr, (size_t)ncap * elem);
+  if (!n) return hetccl_error(hetcclSystemError, "socket: out of memory");
+  *arr = n;
+  *cap = ncap;
+  return hetcclSuccess;
+}
+
+/* A hello arrived whole: give it to the link being built or stash it. */
+static hetcclResult_t hello_complete(hetccl_net_ctx *ctx, struct socket_state *st, int peer, int *fds, int *have,
+                                     const struct socket_pending *p) {
+  const char *why = hello_problem(ctx, &p->hello);
+  int rank = (int)p->hello.rank, stream = (int)p->hello.stream;
+  if (!why && rank == peer && fds[stream] >= 0) why = "duplicate stream";
+  for (int i = 0; !why && i < st->nstash; i++)
+    if (st->stash[i].rank == rank && st->stash[i].stream == stream) why = "duplicate stream";
+  if (why) {
+    drop_conn(p->fd, ctx->rank, why);
+    return hetcclSuccess;
+  }
+  if (rank == peer) {
+    fds[stream] = p->fd;
+    (*have)++;
+    return hetcclSuccess;
+  }
+  if (grow((void **)&st->stash, &st->cap_stash, st->nstash + 1, sizeof(*st->stash)) != hetcclSuccess) {
+    close(p->fd);
+    return hetcclSystemError;
+  }
+  st->stash[st->nstash++] = (struct socket_conn){.fd = p->fd, .rank = rank, .stream = stream};
+  return hetcclSuccess;
+}
+
+/* Accepts what the backlog holds and reads what the pending hellos sent. */
+static hetcclResult_t pump_listener(hetccl_net_ctx *ctx, struct socket_state *st, int peer, int *fds, int *have) {
+  for (;;) {
+    int fd = accept4(st->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
+      return hetccl_error(hetcclSystemError, "socket: accept failed: %s", strerror(errno));
+    }
+    HETCCL_TRY(grow((void **)&st->pending, &st->cap_pending, st->npending + 1, sizeof(*st->pending)));
+    st->pending[st->npending++] = (struct socket_pending){.fd = fd, .since_ns = hetccl_now_ns()};
+  }
+  uint64_t now = hetccl_now_ns();
+  for (int i = st->npending - 1; i >= 0; i--) {
+    struct socket_pending *p = &st->pending[i];
+    ssize_t n = recv(p->fd, (uint8_t *)&p->hello + p->got, sizeof(p->hello) - p->got, 0);
+    const char *why = NULL;
+    if (n > 0) {
+      p->got += (size_t)n;
+    } else if (n == 0) {
+      why = "closed before its hello";
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      why = strerror(errno);
+    }
+    if (!why && p->got < sizeof(p->hello) && now - p->since_ns > HELLO_TIMEOUT_NS) why = "hello too slow";
+    if (!why && p->got < sizeof(p->hello)) continue;
+    struct socket_pending done = *p;
+    st->pending[i] = st->pending[--st->npending];
+    if (why)
+      drop_conn(done.fd, ctx->rank, why);
+    else
+      HETCCL_TRY(hello_complete(ctx, st, peer, fds, have, &done));
+  }
+  return hetcclSuccess;
+}
+
+/* Higher rank: collect every stream of `peer`. */
+static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *st, int peer, int *fds) {
+  hetcclResult_t rc = hetcclSuccess;
+  int have = 0, n = ctx->socket_nstreams;
+  for (int i = st->nstash - 1; i >= 0; i--) {
+    if (st->stash[i].rank != peer) continue;
+    fds[st->stash[i].stream] = st->stash[i].fd;
+    have++;
+    st->stash[i] = st->stash[--st->nstash];
+  }
+  uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
+  struct pollfd *pfds = NULL;
+  int cap_pfds = 0;
+  for (;;) {
+    HETCCL_CHECK(pump_listener(ctx, st, peer, fds, &have));
+    if (have == n) break;
+    uint64_t now = hetccl_now_ns();
+    if (now >= deadline) {
+      rc = hetccl_error(hetcclTimeout, "socket: rank %d got %d of %d streams from rank %d within %lld ms", ctx->rank,
+                        have, n, peer, (long long)ctx->timeout_ms);
+      goto fail;
+    }
+    HETCCL_CHECK(grow((void **)&pfds, &cap_pfds, st->npending + 1, sizeof(*pfds)));
+    pfds[0] = (struct pollfd){.fd = st->listen_fd, .events = POLLIN};
+    for (int i = 0; i < st->npending; i++) pfds[i + 1] = (struct pollfd){.fd = st->pending[i].fd, .events = POLLIN};
+    uint64_t wait_ms = (deadline - now) / 1000000 + 1;
+    poll(pfds, (nfds_t)st->npending + 1, wait_ms > 100 ? 100 : (int)wait_ms);
+  }
+  free(pfds);
+  return hetcclSuccess;
+fail:
+  free(pfds);
+  for (int s = 0; s < n; s++)
+    if (fds[s] >= 0) close(fds[s]), fds[s] = -1;
+  return rc;
+}
+
+hetcclResult_t hetccl_socket_open_streams(hetccl_net_ctx *ctx, int peer,
+                                          const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int *fds) {
+  struct socket_state *st = ctx->state[HETCCL_TRANSPORT_SOCKET];
+  if (!st) return hetccl_error(hetcclInvalidUsage, "socket: connect before setup");
+  if (peer == ctx->rank || peer < 0 || peer >= ctx->nranks)
+    return hetccl_error(hetcclInvalidArgument, "socket: rank %d cannot link to rank %d", ctx->rank, peer);
+  if (ctx->socket_nstreams < 1 || ctx->socket_nstreams > SOCKET_MAX_STREAMS)
+    return hetccl_error(hetcclInvalidArgument, "socket: %d streams per link (1..%d)", ctx->socket_nstreams,
+                        SOCKET_MAX_STREAMS);
+  struct socket_addr a;
+  memcpy(&a, peer_addr, sizeof(a));
+  if (a.magic != SOCKET_ADDR_MAGIC || a.len == 0 || a.len > sizeof(a.sa))
+    return hetccl_error(hetcclInvalidUsage, "socket: rank %d published no socket address", peer);
+  for (int s = 0; s < ctx->socket_nstreams; s++) fds[s] = -1;
+  HETCCL_TRY(ctx->rank < peer ? connect_streams(ctx, peer, &a.sa, fds) : accept_streams(ctx, st, peer, fds));
+  for (int s = 0; s < ctx->socket_nstreams; s++) {
+    tune_socket(fds[s]);
+    hetcclResult_t rc = set_nonblocking(fds[s]);
+    if (rc != hetcclSuccess) {
+      for (int t = 0; t < ctx->socket_nstreams; t++) close(fds[t]), fds[t] = -1;
+      return rc;
+    }
+  }
+  return hetcclSuccess;
+}

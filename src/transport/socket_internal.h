@@ -1,0 +1,112 @@
+/*
+ * Socket transport internals shared by connection setup (socket_conn.c) and
+ * the data path (socket.c). Wire formats are described in README.md; all
+ * integers travel in the host's byte order (every supported host is
+ * little-endian) inside fixed-size structs.
+ */
+#ifndef HETCCL_TRANSPORT_SOCKET_INTERNAL_H
+#define HETCCL_TRANSPORT_SOCKET_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/opq.h"
+#include "transport/transport.h"
+#include "util/sha256.h"
+#include "util/sock.h"
+
+#define SOCKET_ADDR_MAGIC 0x6b736368u          /* "hcsk" */
+#define SOCKET_HELLO_MAGIC 0x316b736c63637468ull /* "htcclsk1": version 1 */
+#define SOCKET_PIECE_MAGIC 0x65636970u         /* "pice" */
+/* Largest piece of a message on one stream, and so the staging buffer size. */
+#define SOCKET_PIECE_BYTES ((size_t)256 << 10)
+#define SOCKET_BUF_BYTES (4 << 20)             /* SO_SNDBUF / SO_RCVBUF request */
+#define SOCKET_MAX_STREAMS 64
+
+/* What setup() publishes. */
+struct socket_addr {
+  uint32_t magic;
+  uint32_t len; /* of sa */
+  union hetccl_sockaddr sa;
+};
+
+/* First bytes on every connection, lower rank to higher rank. */
+struct socket_hello {
+  uint64_t magic;
+  uint64_t comm_tag;
+  uint32_t rank;   /* the connecting (lower) rank */
+  uint32_t stream; /* index of this connection within the link */
+  uint8_t mac[HETCCL_SHA256_BYTES]; /* HMAC(secret, comm_tag || rank || stream || accepting rank) */
+};
+
+/* Precedes every piece of a message on a stream. */
+struct socket_piece_hdr {
+  uint32_t magic;
+  uint32_t bytes;   /* payload that follows */
+  uint64_t msg;     /* message sequence in this direction */
+  uint64_t offset;  /* of the payload within the message */
+  uint64_t total;   /* the message's size as sent */
+};
+
+/* A connection with a verified hello that no connect() has claimed yet. */
+struct socket_conn {
+  int fd;
+  int rank;
+  int stream;
+};
+
+/* An accepted connection whose hello has not fully arrived. */
+struct socket_pending {
+  int fd;
+  size_t got;
+  uint64_t since_ns;
+  struct socket_hello hello;
+};
+
+/* ctx->state[HETCCL_TRANSPORT_SOCKET] */
+struct socket_state {
+  int listen_fd;
+  union hetccl_sockaddr addr;
+  struct socket_conn *stash;
+  int nstash, cap_stash;
+  struct socket_pending *pending;
+  int npending, cap_pending;
+};
+
+struct socket_stream {
+  int fd;
+  /* Sending: one piece at a time per stream. */
+  int send_busy;
+  uint64_t send_msg;               /* sequence of the op the piece belongs to */
+  struct socket_piece_hdr send_hdr;
+  const uint8_t *send_payload;
+  size_t send_done;                /* of header + payload */
+  /* Receiving: header, then payload into staging or straight into the buffer. */
+  struct socket_piece_hdr recv_hdr;
+  size_t recv_got;                 /* of header + payload */
+  uint8_t *recv_dest;              /* staging, or the receive buffer at the piece's offset */
+  int recv_full;                   /* a whole piece waits for delivery */
+  int recv_direct;                 /* the payload already lies in the receive buffer */
+  int eof;
+  uint8_t *staging;                /* SOCKET_PIECE_BYTES, allocated at connect */
+};
+
+struct socket_link {
+  struct hetccl_link base;
+  int nstreams;
+  struct socket_stream *streams;
+  struct hetccl_opq sendq, recvq;
+  uint64_t send_piece;   /* global index of the next piece to cut; its stream is index % nstreams */
+  uint64_t send_cut;     /* sequence of the send op being cut into pieces */
+  uint64_t recv_piece;   /* global index of the next piece to deliver */
+  hetcclResult_t error;  /* sticky */
+};
+
+/* Connection setup (socket_conn.c). */
+hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
+/* Fills fds[0..nstreams) with the link's connected, hello-checked streams. */
+hetcclResult_t hetccl_socket_open_streams(hetccl_net_ctx *ctx, int peer,
+                                          const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int *fds);
+void hetccl_socket_teardown(hetccl_net_ctx *ctx);
+
+#endif
