@@ -13,6 +13,21 @@
 #include "util/log.h"
 #include "util/params.h"
 
+static hetcclResult_t pick_device(struct hetccl_comm *c) {
+  const struct hetccl_params *p = hetccl_params();
+  int kind = HETCCL_DEVICE_HOST;
+  if (p->device_kind[0]) {
+    kind = hetccl_device_parse(p->device_kind);
+    if (kind < 0) return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of host, cuda, hip", p->device_kind);
+  }
+  const struct hetccl_device_ops *ops = hetccl_device_get(kind);
+  if (!ops || !ops->available())
+    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is not available in this build or on this node", p->device_kind);
+  c->device_kind = kind;
+  c->device = ops->current();
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,
                                   int nonblocking) {
   struct hetccl_comm *c = calloc(1, sizeof *c);
@@ -26,22 +41,15 @@ hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const he
   atomic_init(&c->async_error, hetcclSuccess);
   atomic_init(&c->init_thread_live, 0);
   pthread_mutex_init(&c->lock, NULL);
-  *out = c;
-  return hetcclSuccess;
-}
-
-static hetcclResult_t pick_device(struct hetccl_comm *c) {
-  const struct hetccl_params *p = hetccl_params();
-  int kind = HETCCL_DEVICE_HOST;
-  if (p->device_kind[0]) {
-    kind = hetccl_device_parse(p->device_kind);
-    if (kind < 0) return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of host, cuda, hip", p->device_kind);
+  /* The device is the caller's current one (as NCCL), so it is read here,
+   * on the caller's thread, before any init thread starts. */
+  hetcclResult_t rc = pick_device(c);
+  if (rc != hetcclSuccess) {
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return rc;
   }
-  const struct hetccl_device_ops *ops = hetccl_device_get(kind);
-  if (!ops || !ops->available())
-    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is not available in this build or on this node", p->device_kind);
-  c->device_kind = kind;
-  c->device = ops->current();
+  *out = c;
   return hetcclSuccess;
 }
 
@@ -122,7 +130,6 @@ static hetcclResult_t connect_links(struct hetccl_comm *c) {
 hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
   struct hetccl_rank_info me;
-  HETCCL_CHECK(pick_device(c));
   HETCCL_CHECK(hetccl_bootstrap_init(&c->id, c->rank, c->nranks, hetccl_params()->timeout_ms, &c->bootstrap));
   fill_info(c, &me);
   HETCCL_CHECK(setup_transports(c, &me));

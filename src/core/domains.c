@@ -6,6 +6,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "vendor/nccl/nccl_vendor.h"
 
 static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
   return a->device_kind == b->device_kind && strncmp(a->domain, b->domain, HETCCL_DOMAIN_LABEL_BYTES) == 0;
@@ -55,7 +56,8 @@ hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
 static const struct hetccl_vendor_ops *vendor_for_kind(int kind) {
   switch (kind) {
     case HETCCL_DEVICE_HOST: return &hetccl_vendor_builtin;
-    default: return NULL; /* NCCL and RCCL arrive with their backends */
+    case HETCCL_DEVICE_CUDA: return &hetccl_vendor_nccl;
+    default: return NULL; /* RCCL arrives with the AMD backend */
   }
 }
 

@@ -8,8 +8,10 @@
 #define HETCCL_DEVICE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hetccl.h"
+#include "device/reduce.h"
 
 enum hetccl_device_kind { HETCCL_DEVICE_HOST = 0, HETCCL_DEVICE_CUDA = 1, HETCCL_DEVICE_HIP = 2, HETCCL_DEVICE_KINDS };
 
@@ -27,10 +29,97 @@ struct hetccl_device_ops {
   hetcclResult_t (*mem_free)(int device, void *ptr);
   /* Synchronous copy between any two buffers of this kind and host memory. */
   hetcclResult_t (*copy)(void *dst, const void *src, size_t bytes);
+
+  /*
+   * Asynchronous device work. GPU kinds fill these; the host kind leaves
+   * them NULL (its work completes on return), so callers test for NULL.
+   *
+   * Context rule (as CUDA's): stream, event and copy_async/reduce calls run
+   * in the calling thread's current context, which must be the one of the
+   * stream's device. Threads the library starts call set_device first.
+   * Calls that take `device` enter that device's context themselves and
+   * leave the caller's context as it was.
+   */
+  /* Makes `device`'s primary context current on the calling thread (cudaSetDevice). */
+  hetcclResult_t (*set_device)(int device);
+  /* Enter `device`'s primary context for a short section; ctx_pop restores the caller's. */
+  hetcclResult_t (*ctx_push)(int device);
+  hetcclResult_t (*ctx_pop)(void);
+
+  /* Streams (non-blocking with respect to the legacy default stream). */
+  hetcclResult_t (*stream_create)(int device, hetcclStream_t *stream);
+  hetcclResult_t (*stream_destroy)(hetcclStream_t stream);
+  hetcclResult_t (*stream_synchronize)(hetcclStream_t stream);
+  /* Work later enqueued on `stream` waits for `event`'s last record. */
+  hetcclResult_t (*stream_wait_event)(hetcclStream_t stream, void *event);
+
+  /* Events (no timing). query: hetcclSuccess when the recorded work is done,
+   * hetcclInProgress while it is not, another code on a device error. */
+  hetcclResult_t (*event_create)(int device, void **event);
+  hetcclResult_t (*event_record)(void *event, hetcclStream_t stream);
+  hetcclResult_t (*event_query)(void *event);
+  hetcclResult_t (*event_destroy)(void *event);
+
+  /* Copy of `bytes` on `stream`, any direction (host<->device, device<->device;
+   * pinned host memory makes host copies truly asynchronous). */
+  hetcclResult_t (*copy_async)(void *dst, const void *src, size_t bytes, hetcclStream_t stream);
+
+  /* Pinned, device-mapped host memory usable from every device: *host for
+   * the CPU, *dev for device work (kernels, stream_wait/write_value32). */
+  hetcclResult_t (*host_alloc)(int device, size_t bytes, void **host, void **dev);
+  hetcclResult_t (*host_free)(void *host);
+  /* Pins existing host memory (e.g. a shared-memory segment) and maps it for
+   * devices; *dev is its device address. Undone by host_unregister(host). */
+  hetcclResult_t (*host_register)(int device, void *host, size_t bytes, void **dev);
+  hetcclResult_t (*host_unregister)(void *host);
+
+  /* Stream waits on and writes of a 32-bit word in device-mapped host (or
+   * device) memory, addressed by its device address. can_wait_value says
+   * whether the device supports them. wait_value32 blocks later work on the
+   * stream until the condition holds (HETCCL_WAIT_GEQ: (int32_t)(*addr -
+   * value) >= 0, so counters may wrap; HETCCL_WAIT_EQ: *addr == value).
+   * write_value32 writes after all earlier work of the stream, with a
+   * system-scope fence before the write. */
+  int (*can_wait_value)(int device);
+  hetcclResult_t (*stream_wait_value32)(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond);
+  hetcclResult_t (*stream_write_value32)(hetcclStream_t stream, void *dev_addr, uint32_t value);
+
+  /*
+   * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of
+   * hetccl_host_reduce: A scales by op->scalar when HETCCL_REDUCE_SCALE_A is
+   * given and op->premul is set; HETCCL_REDUCE_FINISH then applies op->postdiv.
+   * b == NULL: no combine, dst[i] = A(a[i]) (finished), so the host's
+   * prepare and finish are reduce(d, a, NULL, .., SCALE_A) and
+   * reduce(buf, buf, NULL, .., FINISH). b may be the device address of
+   * mapped host memory. dst may equal a or b; buffers are aligned to their
+   * element size.
+   */
+  hetcclResult_t (*reduce)(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
+                           const hetccl_redop *op, unsigned flags, hetcclStream_t stream);
+
+  /* dma-buf export of device memory for RDMA registration. The fd covers
+   * the page-aligned range around [ptr, ptr + bytes); *offset is ptr's
+   * offset in it. The caller closes the fd. can_dmabuf says whether the
+   * device and driver support it. */
+  int (*can_dmabuf)(int device);
+  hetcclResult_t (*dmabuf_export)(void *ptr, size_t bytes, int *fd, size_t *offset);
 };
 #define HETCCL_DEVICE_OPS_VERSION 1
 
+/* reduce() flags. */
+#define HETCCL_REDUCE_SCALE_A 1u /* apply op->premul to a */
+#define HETCCL_REDUCE_FINISH 2u  /* apply op->postdiv to the result */
+
+/* stream_wait_value32() conditions. */
+enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
+
 extern const struct hetccl_device_ops hetccl_device_host;
+/* Over libcuda.so.1, opened at first use; available() is 0 where it is missing. */
+extern const struct hetccl_device_ops hetccl_device_cuda;
+
+/* The GPU architectures of the CUDA kernels built into this library
+ * ("sm_75 sm_80 ... compute_90"), or NULL when they were not built. */
+const char *hetccl_kernels_cuda_archs(void);
 
 /* The ops of `kind`, or NULL when this build has none. */
 const struct hetccl_device_ops *hetccl_device_get(int kind);

@@ -5,7 +5,8 @@
 const struct hetccl_device_ops *hetccl_device_get(int kind) {
   switch (kind) {
     case HETCCL_DEVICE_HOST: return &hetccl_device_host;
-    default: return NULL; /* cuda and hip arrive with their backends */
+    case HETCCL_DEVICE_CUDA: return &hetccl_device_cuda; /* available() tells whether it runs here */
+    default: return NULL; /* hip arrives with its backend */
   }
 }
 
