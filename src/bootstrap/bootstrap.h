@@ -25,29 +25,47 @@ hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id);
 
 /*
  * An id agreed through a launcher's environment: rank and size from torchrun
- * (RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE), Slurm
- * (SLURM_PROCID/NTASKS); the root address from MASTER_ADDR/MASTER_PORT or
- * HETCCL_BOOTSTRAP_ADDR (host:port); the secret from HETCCL_BOOTSTRAP_SECRET,
- * else from the launcher's job id. Rank 0 starts the root listener.
+ * (RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI
+ * (PMI_RANK/SIZE), Slurm (SLURM_PROCID/NTASKS); the root address from
+ * HETCCL_BOOTSTRAP_ADDR (host:port), else MASTER_ADDR and MASTER_PORT + 1
+ * (torch's own store holds MASTER_PORT); the secret from
+ * HETCCL_BOOTSTRAP_SECRET, else from the launcher's job id (weaker: see
+ * README.md). Rank 0 starts the root listener on that port, so call this
+ * once per process and rendezvous. hetcclInvalidUsage names what is missing.
  */
 hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *nranks);
 
-/* Joins the rendezvous as `rank` of `nranks`. */
+/* Joins the rendezvous as `rank` of `nranks`; timeout_ms (<= 0: none) bounds
+ * this call and, separately, every later operation on the object. A rank
+ * whose peers do not all arrive gets hetcclTimeout naming how many did. */
 hetcclResult_t hetccl_bootstrap_init(const hetcclUniqueId *id, int rank, int nranks, int64_t timeout_ms,
                                      hetccl_bootstrap **out);
 
 /* buf holds nranks slots of `bytes`; this rank's slot is filled on entry, all on return. */
 hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t bytes);
-/* Tagged point-to-point messages; a message of the wrong size or tag is an error. */
+/*
+ * Tagged point-to-point messages. Messages from one peer are kept in order
+ * and matched by tag: recv takes the oldest message from `peer` with `tag`,
+ * and messages with other tags stay queued for later recvs (so a wrong tag
+ * shows as hetcclTimeout of the recv, not as a mix-up). A matching message
+ * of another size is an error (hetcclInvalidUsage) and stays queued. send
+ * returns once the kernel holds the data: it waits for the receiver only
+ * when socket buffers are full. A rank may send to itself. Tags of user
+ * messages never collide with allgather's or barrier's own traffic.
+ */
 hetcclResult_t hetccl_bootstrap_send(hetccl_bootstrap *b, int peer, uint32_t tag, const void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_recv(hetccl_bootstrap *b, int peer, uint32_t tag, void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_barrier(hetccl_bootstrap *b);
 
-/* The id's secret (for transports' hellos) and a 64-bit tag unique to the id. */
+/* A 16-byte key derived from the id's secret (for transports' hellos; not the
+ * bootstrap's own key) and a 64-bit tag unique to the id. */
 void hetccl_bootstrap_secret(const hetcclUniqueId *id, uint8_t secret[16]);
 uint64_t hetccl_bootstrap_id_tag(const hetcclUniqueId *id);
 
-/* Unblocks any wait (abort) and frees everything. */
+/* Unblocks any wait (abort) and frees everything. One object is used by one
+ * thread at a time, except that destroy may be called from another thread to
+ * end a wait (the waiting call returns an error; the caller must then not
+ * touch the object). Distinct objects are independent. */
 void hetccl_bootstrap_destroy(hetccl_bootstrap *b);
 
 #endif

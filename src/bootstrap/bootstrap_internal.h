@@ -1,0 +1,107 @@
+/*
+ * The bootstrap object and its peer network, private to src/bootstrap.
+ *
+ * Between two ranks there are up to two TCP connections, one per direction:
+ * a rank sends only on connections it opened (out_fd) and receives only on
+ * connections its peers opened (in_fd). Nobody ever has to decide which of two
+ * crossing connects wins, and a send never waits for its receiver to answer:
+ * the opener's hello is one-way, so a small message lands in the peer's
+ * socket buffer even while the peer is busy elsewhere.
+ *
+ * Everything read from an in_fd goes into a per-peer FIFO of messages, so a
+ * receive takes the first queued message of its (kind, tag) whatever else the
+ * peer sent before it.
+ */
+#ifndef HETCCL_BOOTSTRAP_INTERNAL_H
+#define HETCCL_BOOTSTRAP_INTERNAL_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/wire.h"
+#include "util/sock.h"
+
+struct hcb_msg {
+  struct hcb_msg *next;
+  uint32_t kind, tag;
+  size_t len, got; /* complete when got == len */
+  uint8_t *data;
+};
+
+enum hcb_in_state { HCB_IN_NONE = 0, HCB_IN_OPEN, HCB_IN_CLOSED };
+
+struct hcb_peer {
+  int out_fd; /* -1 until this rank first sends to the peer */
+  int in_fd;  /* -1 until the peer's hello is verified, and again once it closed */
+  enum hcb_in_state in_state;
+  uint8_t head[HCB_DATA_HEAD_BYTES]; /* header of the message being read */
+  size_t head_got;
+  struct hcb_msg *reading;           /* the message whose payload is being read */
+  struct hcb_msg *first, *last;      /* received, not yet taken */
+};
+
+/* A connection accepted on the listener whose hello has not arrived yet. */
+struct hcb_pending {
+  int fd;
+  uint64_t deadline;
+  uint8_t buf[HCB_HELLO_BYTES];
+  size_t got;
+};
+
+struct hetccl_bootstrap {
+  int rank, nranks;
+  int64_t timeout_ms;
+  uint64_t tag;
+  uint8_t secret[HCB_SECRET_BYTES];
+  union hetccl_sockaddr *addrs; /* every rank's listener, from the root */
+  int listen_fd;
+  int abort_fd;          /* eventfd: destroy wakes a waiting operation */
+  atomic_int aborted;
+  pthread_mutex_t op_lock; /* held by an operation; destroy takes it before freeing */
+  struct hcb_peer *peers;
+  struct hcb_pending *pending;
+  int npending, cap_pending;
+  struct pollfd *pfds;
+  size_t cap_pfds;
+  uint32_t coll_seq; /* tags the bootstrap's own collectives */
+};
+
+/* One message to send: the 16-byte header then `len` bytes. */
+struct hcb_send_op {
+  int peer;
+  uint8_t head[HCB_DATA_HEAD_BYTES];
+  const uint8_t *data;
+  size_t len;
+  size_t done; /* of HCB_DATA_HEAD_BYTES + len */
+};
+
+/* One message to take from the peer's queue into buf. */
+struct hcb_recv_op {
+  int peer;
+  uint32_t kind, tag;
+  void *buf;
+  size_t len;
+  int done;
+};
+
+void hcb_send_op_init(struct hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len);
+void hcb_recv_op_init(struct hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len);
+
+/* Runs a send, a receive or both concurrently until both are done or the
+ * deadline passes, serving new connections and reading every open in_fd
+ * meanwhile (so no pattern of large sends can deadlock on full buffers).
+ * Either op may be NULL. Opens out_fd for the send's peer if needed. */
+hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r, uint64_t deadline);
+
+/* Closes every connection and frees the queues (destroy's half for peers). */
+void hcb_peers_free(hetccl_bootstrap *b);
+
+/* Joins the root of `id` (rank side of the rendezvous); fills b->addrs. */
+struct hcb_id;
+hetcclResult_t hcb_join_root(hetccl_bootstrap *b, const struct hcb_id *id);
+
+#endif

@@ -1,0 +1,76 @@
+/* Unique ids: encoding, a fresh id with its root, and the accessors. */
+#include "bootstrap/id.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/params.h"
+
+#define ID_OFF_ADDR 8
+#define ID_OFF_TAG 32
+#define ID_OFF_SECRET 40
+#define ID_OFF_NRANKS 72
+
+/* Label of the key handed to transports: a key derived from, not equal to,
+ * the bootstrap's own, so a transport hello can never be replayed as a
+ * bootstrap message or the other way round. */
+#define LABEL_TRANSPORT_KEY "hetccl transport key v1"
+
+void hcb_id_encode(const struct hcb_id *in, hetcclUniqueId *id) {
+  uint8_t *p = (uint8_t *)id->internal;
+  memset(p, 0, HETCCL_UNIQUE_ID_BYTES);
+  hcb_put32(p, HCB_ID_MAGIC);
+  hcb_put16(p + 4, HCB_ID_VERSION);
+  hcb_put_addr(p + ID_OFF_ADDR, &in->root);
+  hcb_put64(p + ID_OFF_TAG, in->tag);
+  memcpy(p + ID_OFF_SECRET, in->secret, HCB_SECRET_BYTES);
+  hcb_put32(p + ID_OFF_NRANKS, in->nranks);
+}
+
+hetcclResult_t hcb_id_decode(const hetcclUniqueId *id, struct hcb_id *out) {
+  const uint8_t *p = (const uint8_t *)id->internal;
+  if (hcb_get32(p) != HCB_ID_MAGIC)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: not a HetCCL unique id (bad magic 0x%08x)", hcb_get32(p));
+  if (hcb_get16(p + 4) != HCB_ID_VERSION)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id version %u, this library speaks %u",
+                        hcb_get16(p + 4), HCB_ID_VERSION);
+  memset(out, 0, sizeof *out);
+  if (!hcb_get_addr(p + ID_OFF_ADDR, &out->root))
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id has no root address");
+  out->tag = hcb_get64(p + ID_OFF_TAG);
+  memcpy(out->secret, p + ID_OFF_SECRET, HCB_SECRET_BYTES);
+  out->nranks = hcb_get32(p + ID_OFF_NRANKS);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id) {
+  struct hcb_id in;
+  memset(&in, 0, sizeof in);
+  HETCCL_TRY(hetccl_random_bytes(in.secret, sizeof in.secret));
+  HETCCL_TRY(hetccl_random_bytes(&in.tag, sizeof in.tag));
+  HETCCL_TRY(hetccl_sock_local_addr(hetccl_params()->socket_ifname, &in.root));
+  int fd = -1;
+  HETCCL_TRY(hetccl_sock_listen(&in.root, &fd));
+  hetcclResult_t rc = hcb_root_start(fd, &in);
+  if (rc != hetcclSuccess) return rc; /* hcb_root_start closed fd */
+  hcb_id_encode(&in, id);
+  memset(&in, 0, sizeof in);
+  return hetcclSuccess;
+}
+
+void hetccl_bootstrap_secret(const hetcclUniqueId *id, uint8_t secret[16]) {
+  /* Read the bytes directly: an accessor has no error path, and a malformed
+   * id then simply yields a key no correct peer shares. */
+  const uint8_t *p = (const uint8_t *)id->internal;
+  uint8_t key[HCB_MAC_BYTES];
+  hetccl_hmac_sha256(p + ID_OFF_SECRET, HCB_SECRET_BYTES, LABEL_TRANSPORT_KEY, strlen(LABEL_TRANSPORT_KEY), key);
+  memcpy(secret, key, 16);
+  memset(key, 0, sizeof key);
+}
+
+uint64_t hetccl_bootstrap_id_tag(const hetcclUniqueId *id) {
+  return hcb_get64((const uint8_t *)id->internal + ID_OFF_TAG);
+}

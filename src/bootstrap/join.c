@@ -1,0 +1,194 @@
+/*
+ * The rank's side of the rendezvous: open this rank's listener, prove the
+ * secret to the root, check the root proves it back, and receive the table of
+ * every rank's listener (README.md, "Joining the root").
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap_internal.h"
+#include "bootstrap/id.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "util/time.h"
+
+/* How much longer than its own timeout a rank waits for the root's answer:
+ * the root gives up at the earliest rank's timeout and then says how many
+ * ranks arrived, which is worth more than a blind timeout here. */
+#define RESULT_GRACE_MS 3000
+
+/* This rank's listener: on HETCCL_SOCKET_IFNAME when set, else on the local
+ * address this host used to reach the root, which is by construction an
+ * address the other ranks can route to as well as the root can. */
+static hetcclResult_t open_listener(hetccl_bootstrap *b, int root_fd, union hetccl_sockaddr *addr) {
+  const char *ifname = hetccl_params()->socket_ifname;
+  if (ifname && ifname[0]) {
+    HETCCL_TRY(hetccl_sock_local_addr(ifname, addr));
+  } else {
+    socklen_t len = sizeof *addr;
+    memset(addr, 0, sizeof *addr);
+    if (getsockname(root_fd, &addr->sa, &len) != 0)
+      return hetccl_error(hetcclSystemError, "bootstrap: getsockname failed");
+    if (addr->sa.sa_family == AF_INET6) addr->sin6.sin6_port = 0;
+    else addr->sin.sin_port = 0;
+  }
+  return hetccl_sock_listen(addr, &b->listen_fd);
+}
+
+static const char *reject_reason(uint32_t detail) {
+  switch (detail) {
+    case HCB_REJECT_DUPLICATE_RANK: return "another process already joined as this rank";
+    case HCB_REJECT_NRANKS_MISMATCH: return "other ranks joined with a different communicator size";
+    case HCB_REJECT_RANK_RANGE: return "rank out of range";
+    default: return "unknown reason";
+  }
+}
+
+static hetcclResult_t missing_ranks_error(hetccl_bootstrap *b, const char *where, uint32_t arrived,
+                                          const uint8_t *entries) {
+  char list[256] = "";
+  size_t used = 0;
+  int shown = 0, missing = 0;
+  for (int k = 0; k < b->nranks; k++) {
+    union hetccl_sockaddr a;
+    if (hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &a)) continue;
+    missing++;
+    if (shown < 16 && used < sizeof list) {
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", shown ? ", " : "", k);
+      shown++;
+    }
+  }
+  return hetccl_error(hetcclTimeout,
+                      "bootstrap rank %d: only %u of %d ranks joined the rendezvous at %s within the timeout "
+                      "(%" PRId64 " ms); missing ranks: %s%s",
+                      b->rank, arrived, b->nranks, where, b->timeout_ms, list, missing > shown ? ", ..." : "");
+}
+
+/* Reads the root's result and acts on it. `nonce` is the one this rank sent. */
+static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where, const uint8_t nonce[HCB_NONCE_BYTES],
+                                  const uint8_t my_addr[HCB_ADDR_BYTES], uint64_t deadline) {
+  hetcclResult_t rc = hetcclSuccess;
+  uint8_t head[HCB_RESULT_HEAD_BYTES + HETCCL_SHA256_BYTES], mac[HCB_MAC_BYTES];
+  uint8_t *entries = NULL;
+  rc = hetccl_sock_recv_all(fd, head, HCB_RESULT_HEAD_BYTES, deadline);
+  if (rc == hetcclTimeout) {
+    return hetccl_error(rc, "bootstrap rank %d: no answer from the root at %s within %" PRId64 " ms (did every rank start?)",
+                        b->rank, where, b->timeout_ms);
+  }
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "bootstrap rank %d: the root at %s closed the connection (this rank's proof of the secret "
+                        "was refused: wrong unique id or secret?)", b->rank, where);
+  if (!hcb_preamble_ok(head, HCB_MSG_RESULT, b->tag))
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: malformed answer from the root at %s", b->rank, where);
+  uint32_t status = hcb_get32(head + 16), detail = hcb_get32(head + 20);
+  uint32_t root_nranks = hcb_get32(head + 24), arrived = hcb_get32(head + 28);
+  size_t entries_bytes = 0;
+  if (status == HCB_RESULT_OK || status == HCB_RESULT_TIMEOUT) {
+    if (root_nranks != (uint32_t)b->nranks)
+      return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table has %u ranks, expected %d", b->rank,
+                          root_nranks, b->nranks);
+    entries_bytes = (size_t)b->nranks * HCB_ADDR_BYTES;
+  } else if (status != HCB_RESULT_REJECTED) {
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: unknown result %u from the root at %s", b->rank, status,
+                        where);
+  }
+  if (entries_bytes && !(entries = malloc(entries_bytes)))
+    return hetccl_error(hetcclSystemError, "bootstrap: out of memory for the peer table");
+  if (entries_bytes) HETCCL_CHECK(hetccl_sock_recv_all(fd, entries, entries_bytes, deadline));
+  HETCCL_CHECK(hetccl_sock_recv_all(fd, mac, sizeof mac, deadline));
+  hetccl_sha256(entries, entries_bytes, head + HCB_RESULT_HEAD_BYTES);
+  if (!hcb_mac_ok(b->secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) {
+    rc = hetccl_error(hetcclRemoteError,
+                      "bootstrap rank %d: the root at %s did not prove the secret (an impostor, or another id's root)",
+                      b->rank, where);
+    goto fail;
+  }
+  /* The rendezvous is over: if this process hosts the root, let it finish
+   * telling the other ranks before this one goes on (or exits). */
+  if (status != HCB_RESULT_REJECTED) hcb_root_wait_finished(b->tag);
+  if (status == HCB_RESULT_REJECTED) {
+    rc = hetccl_error(hetcclInvalidUsage, "bootstrap rank %d of %d: the root at %s refused this rank: %s (its communicator has %u ranks)",
+                      b->rank, b->nranks, where, reject_reason(detail), root_nranks);
+    goto fail;
+  }
+  if (status == HCB_RESULT_TIMEOUT) {
+    rc = missing_ranks_error(b, where, arrived, entries);
+    goto fail;
+  }
+  for (int k = 0; k < b->nranks; k++) {
+    if (!hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &b->addrs[k])) {
+      rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table lacks rank %d", b->rank, k);
+      goto fail;
+    }
+  }
+  if (memcmp(entries + (size_t)b->rank * HCB_ADDR_BYTES, my_addr, HCB_ADDR_BYTES) != 0) {
+    rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table holds another address for this rank",
+                      b->rank);
+    goto fail;
+  }
+fail:
+  free(entries);
+  return rc;
+}
+
+hetcclResult_t hcb_join_root(hetccl_bootstrap *b, const struct hcb_id *id) {
+  hetcclResult_t rc = hetcclSuccess;
+  char where[64];
+  hetccl_sock_str(&id->root, where, sizeof where);
+  uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
+  int fd = -1;
+  rc = hetccl_sock_connect(&id->root, deadline, &fd);
+  if (rc != hetcclSuccess) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", hetccl_last_error());
+    return hetccl_error(rc, "bootstrap rank %d: cannot reach the root at %s (%s)", b->rank, where, why);
+  }
+
+  union hetccl_sockaddr me;
+  HETCCL_CHECK(open_listener(b, fd, &me));
+
+  uint8_t challenge[HCB_CHALLENGE_BYTES];
+  rc = hetccl_sock_recv_all(fd, challenge, sizeof challenge, deadline);
+  if (rc != hetcclSuccess) {
+    rc = hetccl_error(rc, "bootstrap rank %d: no challenge from the root at %s", b->rank, where);
+    goto fail;
+  }
+  if (!hcb_preamble_ok(challenge, HCB_MSG_CHALLENGE, id->tag)) {
+    rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s is not the HetCCL root of this unique id", b->rank,
+                      where);
+    goto fail;
+  }
+
+  uint8_t join[HCB_JOIN_BYTES];
+  hcb_put_preamble(join, HCB_MSG_JOIN, id->tag);
+  hcb_put32(join + 16, (uint32_t)b->rank);
+  hcb_put32(join + 20, (uint32_t)b->nranks);
+  hcb_put64(join + 24, (uint64_t)(b->timeout_ms > 0 ? b->timeout_ms : 0));
+  hcb_put_addr(join + 32, &me);
+  uint8_t *nonce = join + 32 + HCB_ADDR_BYTES;
+  HETCCL_CHECK(hetccl_random_bytes(nonce, HCB_NONCE_BYTES));
+  if (!hcb_mac(b->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
+               join + HCB_JOIN_SIGNED_BYTES)) {
+    rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory");
+    goto fail;
+  }
+  rc = hetccl_sock_send_all(fd, join, sizeof join, deadline);
+  if (rc != hetcclSuccess) {
+    rc = hetccl_error(rc, "bootstrap rank %d: sending the join to the root at %s failed", b->rank, where);
+    goto fail;
+  }
+  /* The root's clock for this rank starts now (it may have come up late). */
+  uint64_t result_deadline =
+      b->timeout_ms > 0 ? hetccl_now_ns() + (uint64_t)(b->timeout_ms + RESULT_GRACE_MS) * 1000000ull : UINT64_MAX;
+  HETCCL_CHECK(read_result(b, fd, where, nonce, join + 32, result_deadline));
+  char s[64];
+  HETCCL_INFO("bootstrap rank %d of %d: joined via %s, listening on %s", b->rank, b->nranks, where,
+              hetccl_sock_str(&me, s, sizeof s));
+fail:
+  close(fd);
+  return rc;
+}

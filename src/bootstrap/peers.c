@@ -1,0 +1,416 @@
+/*
+ * Rank-to-rank connections of a bootstrap object and the one loop that moves
+ * their bytes (bootstrap_internal.h explains the two-connections-per-pair
+ * layout). Every wait is a poll over the abort eventfd, the listener, the
+ * connections still in their hello, every open incoming connection and the
+ * outgoing connection being written, bounded by the operation's deadline.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap_internal.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/time.h"
+
+#define PEER_HANDSHAKE_MS 10000 /* an accepted connection must say hello within this */
+#define PEER_MAX_PENDING 1024
+
+void hcb_send_op_init(struct hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len) {
+  s->peer = peer;
+  hcb_put32(s->head, kind);
+  hcb_put32(s->head + 4, tag);
+  hcb_put64(s->head + 8, (uint64_t)len);
+  s->data = buf;
+  s->len = len;
+  s->done = 0;
+}
+
+void hcb_recv_op_init(struct hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len) {
+  r->peer = peer;
+  r->kind = kind;
+  r->tag = tag;
+  r->buf = buf;
+  r->len = len;
+  r->done = 0;
+}
+
+static const char *kind_name(uint32_t kind) {
+  switch (kind) {
+    case HCB_DATA_USER: return "a message";
+    case HCB_DATA_ALLGATHER: return "allgather data";
+    case HCB_DATA_BARRIER: return "a barrier signal";
+    default: return "data";
+  }
+}
+
+/* ---- the per-peer message queue ---- */
+
+static void queue_append(struct hcb_peer *p, struct hcb_msg *m) {
+  m->next = NULL;
+  if (p->last) p->last->next = m;
+  else p->first = m;
+  p->last = m;
+}
+
+static void queue_unlink(struct hcb_peer *p, struct hcb_msg *m) {
+  struct hcb_msg **link = &p->first, *prev = NULL;
+  while (*link && *link != m) {
+    prev = *link;
+    link = &(*link)->next;
+  }
+  if (!*link) return;
+  *link = m->next;
+  if (p->last == m) p->last = prev;
+}
+
+static struct hcb_msg *msg_new(uint32_t kind, uint32_t tag, size_t len) {
+  struct hcb_msg *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->kind = kind;
+  m->tag = tag;
+  m->len = len;
+  if (len > 0 && !(m->data = malloc(len))) {
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void msg_free(struct hcb_msg *m) {
+  free(m->data);
+  free(m);
+}
+
+/* ---- incoming connections ---- */
+
+static void close_in(hetccl_bootstrap *b, int peer, const char *why) {
+  struct hcb_peer *p = &b->peers[peer];
+  if (why) HETCCL_WARN("bootstrap rank %d: connection from rank %d closed: %s", b->rank, peer, why);
+  if (p->in_fd >= 0) close(p->in_fd);
+  p->in_fd = -1;
+  p->in_state = HCB_IN_CLOSED;
+  /* A message cut short can never complete: forget it. */
+  if (p->reading) {
+    queue_unlink(p, p->reading);
+    msg_free(p->reading);
+    p->reading = NULL;
+  }
+  p->head_got = 0;
+}
+
+/* Reads whatever the peer's connection holds into its queue. */
+static void read_in(hetccl_bootstrap *b, int peer) {
+  struct hcb_peer *p = &b->peers[peer];
+  while (p->in_fd >= 0) {
+    uint8_t *dst;
+    size_t want;
+    if (p->reading) {
+      dst = p->reading->data + p->reading->got;
+      want = p->reading->len - p->reading->got;
+    } else {
+      dst = p->head + p->head_got;
+      want = HCB_DATA_HEAD_BYTES - p->head_got;
+    }
+    ssize_t n = recv(p->in_fd, dst, want, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      int mid = p->reading || p->head_got;
+      close_in(b, peer, n < 0 ? strerror(errno) : mid ? "peer closed in the middle of a message" : NULL);
+      return;
+    }
+    if (p->reading) {
+      p->reading->got += (size_t)n;
+      if (p->reading->got == p->reading->len) p->reading = NULL;
+      continue;
+    }
+    p->head_got += (size_t)n;
+    if (p->head_got < HCB_DATA_HEAD_BYTES) continue;
+    p->head_got = 0;
+    uint32_t kind = hcb_get32(p->head), tag = hcb_get32(p->head + 4);
+    uint64_t len = hcb_get64(p->head + 8);
+    if (kind < HCB_DATA_USER || kind > HCB_DATA_BARRIER || len > (uint64_t)SIZE_MAX / 2) {
+      close_in(b, peer, "malformed message header");
+      return;
+    }
+    struct hcb_msg *m = msg_new(kind, tag, (size_t)len);
+    if (!m) {
+      close_in(b, peer, "out of memory for an incoming message");
+      return;
+    }
+    queue_append(p, m);
+    if (m->len > 0) p->reading = m;
+  }
+}
+
+static void drop_pending(hetccl_bootstrap *b, int i, const char *why) {
+  if (why) HETCCL_WARN("bootstrap rank %d: dropped an incoming connection: %s", b->rank, why);
+  close(b->pending[i].fd);
+  b->pending[i] = b->pending[--b->npending];
+}
+
+static void check_hello(hetccl_bootstrap *b, int i) {
+  const uint8_t *h = b->pending[i].buf;
+  uint32_t from = hcb_get32(h + 16), to = hcb_get32(h + 20), nranks = hcb_get32(h + 24);
+  if (!hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES)) {
+    drop_pending(b, i, "it failed the secret proof");
+    return;
+  }
+  if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank) {
+    drop_pending(b, i, "its hello names another rank or communicator size");
+    return;
+  }
+  struct hcb_peer *p = &b->peers[from];
+  /* One connection per direction and pair: a second hello is a replay or a bug. */
+  if (p->in_state != HCB_IN_NONE) {
+    drop_pending(b, i, "a second connection claims the same rank");
+    return;
+  }
+  p->in_fd = b->pending[i].fd;
+  p->in_state = HCB_IN_OPEN;
+  b->pending[i] = b->pending[--b->npending];
+  HETCCL_TRACE("bootstrap rank %d: rank %u connected", b->rank, from);
+}
+
+static void read_pending(hetccl_bootstrap *b, int i) {
+  struct hcb_pending *q = &b->pending[i];
+  ssize_t n = recv(q->fd, q->buf + q->got, HCB_HELLO_BYTES - q->got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) {
+    drop_pending(b, i, "it closed before its hello");
+    return;
+  }
+  size_t before = q->got;
+  q->got += (size_t)n;
+  if (before < HCB_PREAMBLE_BYTES && q->got >= HCB_PREAMBLE_BYTES &&
+      !hcb_preamble_ok(q->buf, HCB_MSG_HELLO, b->tag)) {
+    drop_pending(b, i, "it is not a hello for this communicator");
+    return;
+  }
+  if (q->got == HCB_HELLO_BYTES) check_hello(b, i);
+}
+
+static void accept_new(hetccl_bootstrap *b) {
+  for (;;) {
+    int fd = accept4(b->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (b->npending == PEER_MAX_PENDING) drop_pending(b, 0, "too many connections in their hello");
+    if (b->npending == b->cap_pending) {
+      int cap = b->cap_pending ? 2 * b->cap_pending : 16;
+      struct hcb_pending *np = realloc(b->pending, sizeof *np * (size_t)cap);
+      if (!np) {
+        close(fd);
+        return;
+      }
+      b->pending = np;
+      b->cap_pending = cap;
+    }
+    struct hcb_pending *q = &b->pending[b->npending++];
+    int64_t window = PEER_HANDSHAKE_MS;
+    if (b->timeout_ms > 0 && b->timeout_ms < window) window = b->timeout_ms;
+    q->fd = fd;
+    q->got = 0;
+    q->deadline = hetccl_now_ns() + (uint64_t)window * 1000000ull;
+  }
+}
+
+/* ---- outgoing connections ---- */
+
+static hetcclResult_t open_out(hetccl_bootstrap *b, int peer, uint64_t deadline) {
+  struct hcb_peer *p = &b->peers[peer];
+  if (p->out_fd >= 0) return hetcclSuccess;
+  char where[64];
+  hetccl_sock_str(&b->addrs[peer], where, sizeof where);
+  int fd = -1;
+  hetcclResult_t rc = hetccl_sock_connect(&b->addrs[peer], deadline, &fd);
+  if (rc != hetcclSuccess) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", hetccl_last_error());
+    return hetccl_error(rc, "bootstrap rank %d: cannot connect to rank %d at %s (%s)", b->rank, peer, where, why);
+  }
+  uint8_t hello[HCB_HELLO_BYTES] = {0};
+  hcb_put_preamble(hello, HCB_MSG_HELLO, b->tag);
+  hcb_put32(hello + 16, (uint32_t)b->rank);
+  hcb_put32(hello + 20, (uint32_t)peer);
+  hcb_put32(hello + 24, (uint32_t)b->nranks);
+  rc = hetccl_random_bytes(hello + 32, HCB_NONCE_BYTES);
+  if (rc == hetcclSuccess &&
+      !hcb_mac(b->secret, HCB_LABEL_HELLO, NULL, 0, hello, HCB_HELLO_SIGNED_BYTES, hello + HCB_HELLO_SIGNED_BYTES))
+    rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory");
+  if (rc == hetcclSuccess) rc = hetccl_sock_send_all(fd, hello, sizeof hello, deadline);
+  if (rc != hetcclSuccess) {
+    close(fd);
+    return hetccl_error(rc, "bootstrap rank %d: hello to rank %d at %s failed", b->rank, peer, where);
+  }
+  p->out_fd = fd;
+  return hetcclSuccess;
+}
+
+/* Writes what the socket takes now. 1: finished; 0: would block; <0: error code negated. */
+static int try_send(hetccl_bootstrap *b, struct hcb_send_op *s) {
+  int fd = b->peers[s->peer].out_fd;
+  size_t total = HCB_DATA_HEAD_BYTES + s->len;
+  while (s->done < total) {
+    struct iovec iov[2];
+    int n_iov = 0;
+    if (s->done < HCB_DATA_HEAD_BYTES) {
+      iov[n_iov++] = (struct iovec){s->head + s->done, HCB_DATA_HEAD_BYTES - s->done};
+      if (s->len) iov[n_iov++] = (struct iovec){(void *)s->data, s->len};
+    } else {
+      size_t off = s->done - HCB_DATA_HEAD_BYTES;
+      iov[n_iov++] = (struct iovec){(void *)(s->data + off), s->len - off};
+    }
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      s->done += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -(int)hetccl_error(hetcclRemoteError, "bootstrap rank %d: sending to rank %d failed: %s", b->rank,
+                              s->peer, strerror(errno));
+  }
+  return 1;
+}
+
+/* Moves a finished message of the receive's (kind, tag) into its buffer.
+ * 1: done; 0: not here yet; <0: error code negated. */
+static int try_take(hetccl_bootstrap *b, struct hcb_recv_op *r) {
+  struct hcb_peer *p = &b->peers[r->peer];
+  struct hcb_msg *m = p->first;
+  while (m && (m->kind != r->kind || m->tag != r->tag)) m = m->next;
+  if (m && m->len != r->len)
+    return -(int)hetccl_error(hetcclInvalidUsage,
+                              "bootstrap rank %d: %s from rank %d with tag %u has %zu bytes, the receive expects %zu "
+                              "(the message stays queued)",
+                              b->rank, kind_name(r->kind), r->peer, r->tag, m->len, r->len);
+  if (m && m->got == m->len) {
+    if (m->len) memcpy(r->buf, m->data, m->len);
+    queue_unlink(p, m);
+    msg_free(m);
+    r->done = 1;
+    return 1;
+  }
+  if (!m && p->in_state == HCB_IN_CLOSED)
+    return -(int)hetccl_error(hetcclRemoteError, "bootstrap rank %d: rank %d closed its connection before sending %s (tag %u)",
+                              b->rank, r->peer, kind_name(r->kind), r->tag);
+  return 0;
+}
+
+static void self_send(hetccl_bootstrap *b, struct hcb_send_op *s, hetcclResult_t *rc) {
+  struct hcb_msg *m = msg_new(hcb_get32(s->head), hcb_get32(s->head + 4), s->len);
+  if (!m) {
+    *rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory for a message to self");
+    return;
+  }
+  if (s->len) memcpy(m->data, s->data, s->len);
+  m->got = m->len;
+  queue_append(&b->peers[b->rank], m);
+  s->done = HCB_DATA_HEAD_BYTES + s->len;
+}
+
+static hetcclResult_t grow_pfds(hetccl_bootstrap *b, size_t need) {
+  if (need <= b->cap_pfds) return hetcclSuccess;
+  struct pollfd *p = realloc(b->pfds, sizeof *p * need);
+  if (!p) return hetccl_error(hetcclSystemError, "bootstrap: out of memory");
+  b->pfds = p;
+  b->cap_pfds = need;
+  return hetcclSuccess;
+}
+
+static hetcclResult_t timed_out(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r) {
+  if (r && !r->done) {
+    const char *state = b->peers[r->peer].in_state == HCB_IN_NONE ? " (it has not connected to this rank)" : "";
+    return hetccl_error(hetcclTimeout, "bootstrap rank %d: timed out after %" PRId64 " ms waiting for %s (tag %u, %zu bytes) from rank %d%s",
+                        b->rank, b->timeout_ms, kind_name(r->kind), r->tag, r->len, r->peer, state);
+  }
+  return hetccl_error(hetcclTimeout, "bootstrap rank %d: timed out after %" PRId64 " ms sending %zu bytes to rank %d (it is not receiving)",
+                      b->rank, b->timeout_ms, s->len, s->peer);
+}
+
+hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r, uint64_t deadline) {
+  hetcclResult_t rc = hetcclSuccess;
+  if (s && s->peer == b->rank) {
+    self_send(b, s, &rc);
+    if (rc != hetcclSuccess) return rc;
+  }
+  if (s && s->done == 0) HETCCL_TRY(open_out(b, s->peer, deadline));
+  for (;;) {
+    if (atomic_load(&b->aborted))
+      return hetccl_error(hetcclInvalidUsage, "bootstrap rank %d: destroyed during an operation", b->rank);
+    int r_done = !r || r->done, s_done = !s || s->done == HCB_DATA_HEAD_BYTES + s->len;
+    if (!r_done) {
+      int t = try_take(b, r);
+      if (t < 0) return (hetcclResult_t)-t;
+      r_done = t;
+    }
+    if (!s_done) {
+      int t = try_send(b, s);
+      if (t < 0) return (hetcclResult_t)-t;
+      s_done = t;
+    }
+    if (r_done && s_done) return hetcclSuccess;
+    uint64_t now = hetccl_now_ns();
+    if (now >= deadline) return timed_out(b, s, r);
+    uint64_t wake = deadline;
+    for (int i = b->npending - 1; i >= 0; i--) {
+      if (b->pending[i].deadline <= now) drop_pending(b, i, "no hello in time");
+      else if (b->pending[i].deadline < wake) wake = b->pending[i].deadline;
+    }
+
+    HETCCL_TRY(grow_pfds(b, 3 + (size_t)b->npending + (size_t)b->nranks));
+    struct pollfd *pf = b->pfds;
+    nfds_t n = 0;
+    pf[n++] = (struct pollfd){.fd = b->abort_fd, .events = POLLIN};
+    pf[n++] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+    pf[n++] = (struct pollfd){.fd = s_done ? -1 : b->peers[s->peer].out_fd, .events = POLLOUT};
+    int npending = b->npending;
+    for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->pending[i].fd, .events = POLLIN};
+    for (int k = 0; k < b->nranks; k++) pf[n++] = (struct pollfd){.fd = b->peers[k].in_fd, .events = POLLIN};
+    int ms = -1;
+    if (wake != UINT64_MAX) {
+      uint64_t w = (wake - now + 999999) / 1000000;
+      ms = w > 60000 ? 60000 : (int)w;
+    }
+    int ready = poll(pf, n, ms);
+    if (ready < 0 && errno != EINTR)
+      return hetccl_error(hetcclSystemError, "bootstrap rank %d: poll failed: %s", b->rank, strerror(errno));
+    if (ready <= 0) continue;
+    /* Incoming data first (peers do not move), then hellos from the highest
+     * index down (dropping entry i only moves an entry already handled), then
+     * new connections. */
+    struct pollfd *in = pf + 3 + npending;
+    for (int k = 0; k < b->nranks; k++)
+      if (in[k].fd >= 0 && in[k].revents) read_in(b, k);
+    for (int i = npending - 1; i >= 0; i--)
+      if (pf[3 + i].revents) read_pending(b, i);
+    if (pf[1].revents) accept_new(b);
+  }
+}
+
+void hcb_peers_free(hetccl_bootstrap *b) {
+  for (int i = 0; i < b->npending; i++) close(b->pending[i].fd);
+  b->npending = 0;
+  free(b->pending);
+  b->pending = NULL;
+  if (!b->peers) return;
+  for (int k = 0; k < b->nranks; k++) {
+    struct hcb_peer *p = &b->peers[k];
+    if (p->out_fd >= 0) close(p->out_fd);
+    if (p->in_fd >= 0) close(p->in_fd);
+    for (struct hcb_msg *m = p->first, *next; m; m = next) {
+      next = m->next;
+      msg_free(m);
+    }
+  }
+  free(b->peers);
+  b->peers = NULL;
+}

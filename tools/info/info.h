@@ -1,0 +1,11 @@
+/* hetccl-info's sections, one per file. */
+#ifndef HETCCL_INFO_H
+#define HETCCL_INFO_H
+
+void info_devices(void);
+void info_vendor_libraries(void);
+void info_transports(void);
+void info_kernels(void);
+void info_settings(void);
+
+#endif

@@ -1,0 +1,202 @@
+/* Starting the ranks: forked here (-N), or one process of a launcher's job. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shared.h"
+#include "world.h"
+
+/* After the first rank fails, the others get this long to notice (they may be
+ * inside a collective waiting for the failed rank) before they are killed. */
+#define PERF_GRACE_MS 5000
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* hetccl-perf hands its buffers to the library as host memory, so ranks are
+ * host ranks unless the user asked otherwise. */
+static void prefer_host_ranks(void) { setenv("HETCCL_DEVICE", "host", 0); }
+
+static void set_domain(const struct perf_options *o, int rank) {
+  if (!o->ndomains) return;
+  char label[24];
+  snprintf(label, sizeof(label), "d%d", perf_domain_of(o, rank));
+  setenv("HETCCL_DOMAIN", label, 1);
+}
+
+/* Builds the communicator, runs the rank's work, and tears down. */
+static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct perf_options *o, perf_rank_fn fn) {
+  hetcclResult_t rc = hetcclCommInitRank(&w->comm, w->nranks, *id, w->rank);
+  if (rc != hetcclSuccess) {
+    fprintf(stderr, "hetccl-perf: rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
+            hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+    return PERF_EXIT_LIBRARY;
+  }
+  int status = fn(w, o);
+  fflush(stdout);
+  /* After a failure peers may still be inside a collective: destroying could
+   * wait on them, and the process is about to exit anyway. */
+  if (status == PERF_EXIT_OK || status == PERF_EXIT_WRONG) {
+    rc = hetcclCommDestroy(w->comm);
+    if (rc != hetcclSuccess) {
+      fprintf(stderr, "hetccl-perf: rank %d: hetcclCommDestroy failed: %s (%s)\n", w->rank,
+              hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+      if (status == PERF_EXIT_OK) status = PERF_EXIT_LIBRARY;
+    }
+  }
+  return status;
+}
+
+static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_options *o, perf_rank_fn fn) {
+  /* Die with the parent, so no rank outlives an interrupted run. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != s->parent) return PERF_EXIT_RANK;
+  set_domain(o, rank);
+  prefer_host_ranks();
+  unsigned waited = 0;
+  while (!atomic_load(&s->id_ready)) {
+    if (atomic_load(&s->abort)) return PERF_EXIT_RANK;
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+    if (++waited > 120 * 1000) {
+      fprintf(stderr, "hetccl-perf: rank %d: no unique id from the parent after 120 s\n", rank);
+      return PERF_EXIT_RANK;
+    }
+  }
+  struct perf_world w = {.rank = rank, .nranks = s->nranks, .comm = NULL, .shared = s};
+  int status = run_rank(&w, &s->id, o, fn);
+  if (status != PERF_EXIT_OK && status != PERF_EXIT_WRONG) atomic_store(&s->abort, 1);
+  return status;
+}
+
+static int status_of(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  return PERF_EXIT_RANK;
+}
+
+int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
+  int n = o->nranks;
+  struct perf_shared *s = perf_shared_create(n);
+  pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+  if (!s || !pids) {
+    fprintf(stderr, "hetccl-perf: cannot allocate the shared region for %d ranks\n", n);
+    free(pids);
+    perf_shared_destroy(s);
+    return PERF_EXIT_RANK;
+  }
+  int result = PERF_EXIT_OK, live = 0;
+  /* Fork before the unique id exists: making it starts a thread, and forking
+   * a process with threads is best avoided. */
+  fflush(NULL);
+  for (int r = 0; r < n; r++) {
+    pid_t pid = fork();
+    if (pid == 0) exit(forked_rank_main(s, r, o, fn));
+    if (pid < 0) {
+      fprintf(stderr, "hetccl-perf: fork failed: %s\n", strerror(errno));
+      atomic_store(&s->abort, 1);
+      result = PERF_EXIT_RANK;
+      break;
+    }
+    pids[r] = pid;
+    live++;
+  }
+  if (result == PERF_EXIT_OK) {
+    hetcclResult_t rc = hetcclGetUniqueId(&s->id);
+    if (rc != hetcclSuccess) {
+      fprintf(stderr, "hetccl-perf: hetcclGetUniqueId failed: %s (%s)\n", hetcclGetErrorString(rc),
+              hetcclGetLastError(NULL));
+      atomic_store(&s->abort, 1);
+      result = PERF_EXIT_LIBRARY;
+    } else {
+      atomic_store(&s->id_ready, 1);
+    }
+  }
+  double start = now_ms(), failed_at = result ? start : 0;
+  int killed = 0;
+  while (live > 0) {
+    for (int r = 0; r < n; r++) {
+      if (pids[r] <= 0) continue;
+      int wstatus = 0;
+      pid_t got = waitpid(pids[r], &wstatus, WNOHANG);
+      if (got == 0) continue;
+      pids[r] = 0;
+      live--;
+      int st = got < 0 ? PERF_EXIT_RANK : status_of(wstatus);
+      if (got > 0 && WIFSIGNALED(wstatus) && !killed)
+        fprintf(stderr, "hetccl-perf: rank %d died of signal %d\n", r, WTERMSIG(wstatus));
+      if (st != PERF_EXIT_OK && result == PERF_EXIT_OK) {
+        /* The first failure is the cause; what follows is its echo. */
+        result = st;
+        failed_at = now_ms();
+        atomic_store(&s->abort, 1);
+      }
+    }
+    if (live == 0) break;
+    double t = now_ms();
+    int timed_out = o->timeout_s > 0 && t - start > o->timeout_s * 1e3;
+    int grace_over = result != PERF_EXIT_OK && result != PERF_EXIT_WRONG && t - failed_at > PERF_GRACE_MS;
+    if ((timed_out || grace_over) && !killed) {
+      if (timed_out) {
+        fprintf(stderr, "hetccl-perf: timeout after %d s; killing the ranks\n", o->timeout_s);
+        result = PERF_EXIT_RANK;
+      }
+      atomic_store(&s->abort, 1);
+      for (int r = 0; r < n; r++)
+        if (pids[r] > 0) kill(pids[r], SIGKILL);
+      killed = 1;
+    }
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  free(pids);
+  perf_shared_destroy(s);
+  return result;
+}
+
+/* The rank as the launcher numbers it, read before the library is touched:
+ * HETCCL_DOMAIN must be set before the library reads its settings. */
+static int launcher_rank(void) {
+  static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char *v = getenv(vars[i]);
+    if (v && v[0]) return atoi(v);
+  }
+  return -1;
+}
+
+int perf_launcher_present(void) { return launcher_rank() >= 0; }
+
+int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
+  if (o->ndomains) {
+    int r = launcher_rank();
+    if (r < 0 || perf_domain_of(o, r) < 0) {
+      fprintf(stderr, "hetccl-perf: --domains does not cover rank %d\n", r);
+      return PERF_EXIT_USAGE;
+    }
+    set_domain(o, r);
+  }
+  prefer_host_ranks();
+  hetcclUniqueId id;
+  struct perf_world w = {0};
+  hetcclResult_t rc = hetcclGetUniqueIdFromEnv(&id, &w.rank, &w.nranks);
+  if (rc != hetcclSuccess) {
+    fprintf(stderr, "hetccl-perf: hetcclGetUniqueIdFromEnv failed: %s (%s)\n", hetcclGetErrorString(rc),
+            hetcclGetLastError(NULL));
+    return PERF_EXIT_LIBRARY;
+  }
+  if (o->ndomains && (perf_domain_total(o) != w.nranks || launcher_rank() != w.rank)) {
+    fprintf(stderr, "hetccl-perf: --domains sizes add up to %d, but the launcher started %d ranks\n",
+            perf_domain_total(o), w.nranks);
+    return PERF_EXIT_USAGE;
+  }
+  return run_rank(&w, &id, o, fn);
+}

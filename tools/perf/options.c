@@ -1,0 +1,210 @@
+#include "options.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "values.h"
+
+void perf_usage(FILE *out) {
+  fprintf(out,
+          "usage: hetccl-perf <collective> [flags]\n"
+          "  collectives: %s\n"
+          "  -b, --minbytes <size>   smallest size (default 8; K, M, G suffixes are powers of 1024)\n"
+          "  -e, --maxbytes <size>   largest size (default 8M)\n"
+          "  -f, --stepfactor <n>    multiply the size by n each step (default 2)\n"
+          "  -i, --stepbytes <size>  add this to the size each step instead\n"
+          "  -o, --op <op>           sum, prod, max, min, avg or all (default sum)\n"
+          "  -d, --datatype <type>   int8 uint8 int32 uint32 int64 uint64 half float double\n"
+          "                          bfloat16 fp8e4m3 fp8e5m2, or all (default float)\n"
+          "  -r, --root <rank>       root of broadcast, reduce, gather, scatter (default 0)\n"
+          "  -n, --iters <n>         timed iterations per size (default 20)\n"
+          "  -w, --warmup_iters <n>  untimed iterations before them (default 5)\n"
+          "  -c, --check <0|1>       check every element of one extra call (default 1)\n"
+          "  -N, --nranks <n>        fork n local ranks (default: the launcher's ranks,\n"
+          "                          or 1 when started without a launcher)\n"
+          "      --domains <a,b,..>  consecutive blocks of ranks of these sizes get\n"
+          "                          HETCCL_DOMAIN=d0, d1, ...\n"
+          "  -T, --timeout <s>       with -N: kill the ranks after s seconds (default 0: never)\n"
+          "  -h, --help\n",
+          perf_coll_names());
+}
+
+/* A byte count with an optional K/M/G suffix (powers of 1024, as nccl-tests). */
+static int parse_size(const char *s, size_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || s[0] == '-') return -1;
+  unsigned shift = 0;
+  switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+  }
+  if (*end == 'b' || *end == 'B') end++;
+  if (*end || (shift && v > (UINT64_MAX >> shift))) return -1;
+  *out = (size_t)(v << shift);
+  return 0;
+}
+
+static int parse_int(const char *s, int min, int *out) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < min || v > INT32_MAX) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_domains(const char *s, struct perf_options *o) {
+  o->ndomains = 0;
+  const char *p = s;
+  while (*p) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (errno || end == p || v < 1 || v > PERF_MAX_FORKED_RANKS * 64 || o->ndomains == PERF_MAX_DOMAINS) return -1;
+    o->domain_sizes[o->ndomains++] = (int)v;
+    if (*end == ',') end++;
+    else if (*end) return -1;
+    p = end;
+  }
+  return o->ndomains > 0 ? 0 : -1;
+}
+
+int perf_domain_total(const struct perf_options *o) {
+  int total = 0;
+  for (int i = 0; i < o->ndomains; i++) total += o->domain_sizes[i];
+  return total;
+}
+
+int perf_domain_of(const struct perf_options *o, int rank) {
+  int end = 0;
+  for (int i = 0; i < o->ndomains; i++) {
+    end += o->domain_sizes[i];
+    if (rank < end) return i;
+  }
+  return -1;
+}
+
+/* Long names map to the short letters; a flag's value is the next word or
+ * follows '=' (--op=max). */
+static const struct {
+  const char *longname;
+  char letter;
+} g_long[] = {
+    {"minbytes", 'b'}, {"maxbytes", 'e'}, {"stepfactor", 'f'}, {"stepbytes", 'i'}, {"op", 'o'},
+    {"datatype", 'd'}, {"root", 'r'}, {"iters", 'n'}, {"warmup_iters", 'w'}, {"check", 'c'},
+    {"nranks", 'N'}, {"domains", 'D'}, {"timeout", 'T'}, {"help", 'h'},
+};
+
+static int set_flag(struct perf_options *o, char letter, const char *val) {
+  switch (letter) {
+    case 'b': return parse_size(val, &o->minbytes);
+    case 'e': return parse_size(val, &o->maxbytes);
+    case 'i': return parse_size(val, &o->stepbytes);
+    case 'f': return parse_int(val, 2, &o->stepfactor);
+    case 'r': return parse_int(val, 0, &o->root);
+    case 'n': return parse_int(val, 1, &o->iters);
+    case 'w': return parse_int(val, 0, &o->warmup);
+    case 'c': return parse_int(val, 0, &o->check);
+    case 'N': return parse_int(val, 1, &o->nranks) || o->nranks > PERF_MAX_FORKED_RANKS ? -1 : 0;
+    case 'T': return parse_int(val, 0, &o->timeout_s);
+    case 'D': return parse_domains(val, o);
+    case 'o':
+      if (!strcmp(val, "all")) {
+        o->op_first = 0;
+        o->op_last = PERF_NOPS - 1;
+        return 0;
+      }
+      o->op_first = o->op_last = perf_op_parse(val);
+      return o->op_first < 0 ? -1 : 0;
+    case 'd': {
+      if (!strcmp(val, "all")) {
+        o->type_first = 0;
+        o->type_last = PERF_NTYPES - 1;
+        return 0;
+      }
+      const struct perf_dtype *t = perf_dtype_find(val);
+      if (!t) return -1;
+      o->type_first = o->type_last = (int)t->dt;
+      return 0;
+    }
+    default: return -1;
+  }
+}
+
+int perf_options_parse(int argc, char **argv, struct perf_options *o) {
+  memset(o, 0, sizeof(*o));
+  o->minbytes = 8;
+  o->maxbytes = 8u << 20;
+  o->stepfactor = 2;
+  o->op_first = o->op_last = PERF_OP_SUM;
+  o->type_first = o->type_last = (int)hetcclFloat32;
+  o->iters = 20;
+  o->warmup = 5;
+  o->check = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i], *val = NULL;
+    char letter = 0;
+    if (arg[0] != '-') {
+      if (o->coll) {
+        fprintf(stderr, "hetccl-perf: unexpected argument '%s'\n", arg);
+        return PERF_PARSE_ERROR;
+      }
+      o->coll = perf_coll_find(arg);
+      if (!o->coll) {
+        fprintf(stderr, "hetccl-perf: unknown collective '%s' (one of: %s)\n", arg, perf_coll_names());
+        return PERF_PARSE_ERROR;
+      }
+      continue;
+    }
+    if (arg[1] == '-') {
+      const char *name = arg + 2, *eq = strchr(name, '=');
+      size_t len = eq ? (size_t)(eq - name) : strlen(name);
+      for (size_t k = 0; k < sizeof(g_long) / sizeof(g_long[0]); k++)
+        if (strlen(g_long[k].longname) == len && !strncmp(name, g_long[k].longname, len)) letter = g_long[k].letter;
+      if (eq) val = eq + 1;
+    } else if (arg[1] && !arg[2]) {
+      letter = arg[1];
+    }
+    if (letter == 'h') return PERF_PARSE_HELP;
+    if (!letter || !strchr("befiordnwcNDT", letter)) {
+      fprintf(stderr, "hetccl-perf: unknown flag '%s'\n", arg);
+      return PERF_PARSE_ERROR;
+    }
+    if (!val) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "hetccl-perf: flag '%s' needs a value\n", arg);
+        return PERF_PARSE_ERROR;
+      }
+      val = argv[++i];
+    }
+    if (set_flag(o, letter, val)) {
+      fprintf(stderr, "hetccl-perf: bad value '%s' for '%s'\n", val, arg);
+      return PERF_PARSE_ERROR;
+    }
+  }
+  if (!o->coll) {
+    fprintf(stderr, "hetccl-perf: name a collective (one of: %s)\n", perf_coll_names());
+    return PERF_PARSE_ERROR;
+  }
+  if (o->minbytes > o->maxbytes) {
+    fprintf(stderr, "hetccl-perf: -b %zu is larger than -e %zu\n", o->minbytes, o->maxbytes);
+    return PERF_PARSE_ERROR;
+  }
+  if (o->nranks && o->ndomains && perf_domain_total(o) != o->nranks) {
+    fprintf(stderr, "hetccl-perf: --domains sizes add up to %d, not -N %d\n", perf_domain_total(o), o->nranks);
+    return PERF_PARSE_ERROR;
+  }
+  if (o->nranks && o->coll->rooted && o->root >= o->nranks) {
+    fprintf(stderr, "hetccl-perf: root %d is not a rank (-N %d)\n", o->root, o->nranks);
+    return PERF_PARSE_ERROR;
+  }
+  if (!o->coll->reduces) o->op_first = o->op_last = PERF_OP_NONE;
+  return PERF_PARSE_OK;
+}

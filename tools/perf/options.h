@@ -1,0 +1,38 @@
+/* hetccl-perf's command line: nccl-tests' flags plus -N and --domains. */
+#ifndef HETCCL_PERF_OPTIONS_H
+#define HETCCL_PERF_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "colls.h"
+
+#define PERF_MAX_DOMAINS 64
+#define PERF_MAX_FORKED_RANKS 256
+
+struct perf_options {
+  const struct perf_coll *coll;
+  size_t minbytes, maxbytes;
+  size_t stepbytes;     /* -i: linear steps when non-zero */
+  int stepfactor;       /* -f: geometric steps otherwise */
+  int op_first, op_last;      /* PERF_OP_* range; both PERF_OP_NONE for data movement */
+  int type_first, type_last;  /* perf_dtype_at indices */
+  int root;
+  int iters, warmup, check;
+  int nranks;           /* -N: ranks to fork here; 0: from the launcher */
+  int ndomains;         /* --domains: 0 leaves HETCCL_DOMAIN as it is */
+  int domain_sizes[PERF_MAX_DOMAINS];
+  int timeout_s;        /* -T: forked ranks are killed after this (0: never) */
+};
+
+enum { PERF_PARSE_OK = 0, PERF_PARSE_HELP = 1, PERF_PARSE_ERROR = -1 };
+
+/* Parses argv; on error prints why to stderr. */
+int perf_options_parse(int argc, char **argv, struct perf_options *o);
+void perf_usage(FILE *out);
+
+/* The domain index of `rank` under --domains (consecutive blocks). */
+int perf_domain_of(const struct perf_options *o, int rank);
+int perf_domain_total(const struct perf_options *o);
+
+#endif
