@@ -35,7 +35,7 @@ static struct hetccl_op make_op(int coll, const void *sendbuff, void *recvbuff, 
   return o;
 }
 
-HETCCL_API hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                           hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAllReduce";
   HETCCL_TRY(common(fn, comm, dt, count, 1));
@@ -46,7 +46,7 @@ HETCCL_API hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, 
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+static hetcclResult_t impl_hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                           int root, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclBroadcast";
   HETCCL_TRY(common(fn, comm, dt, count, 1));
@@ -57,7 +57,7 @@ HETCCL_API hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, 
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                        hetcclRedOp_t op, int root, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclReduce";
   HETCCL_TRY(common(fn, comm, dt, count, 1));
@@ -69,7 +69,7 @@ HETCCL_API hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, siz
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt,
+static hetcclResult_t impl_hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt,
                                           hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAllGather";
   HETCCL_TRY(hetccl_check_comm(fn, comm));
@@ -80,7 +80,7 @@ HETCCL_API hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, 
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                               hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm,
                                               hetcclStream_t stream) {
   const char *fn = "hetcclReduceScatter";
@@ -93,7 +93,7 @@ HETCCL_API hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbu
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
+static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                          hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAlltoAll";
   HETCCL_TRY(hetccl_check_comm(fn, comm));
@@ -119,7 +119,7 @@ static hetcclResult_t check_v(const char *fn, const char *what, const size_t *co
   return hetcclSuccess;
 }
 
-HETCCL_API hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
+static hetcclResult_t impl_hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
                                           void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
                                           hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAlltoAllv";
@@ -134,7 +134,7 @@ HETCCL_API hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sen
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
+static hetcclResult_t impl_hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
                                        hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclGather";
   HETCCL_TRY(hetccl_check_comm(fn, comm));
@@ -146,7 +146,7 @@ HETCCL_API hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, siz
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
+static hetcclResult_t impl_hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
                                         hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclScatter";
   HETCCL_TRY(hetccl_check_comm(fn, comm));
@@ -170,12 +170,47 @@ static hetcclResult_t p2p(const char *fn, int coll, const void *sendbuff, void *
   return hetccl_enqueue(comm, &o);
 }
 
-HETCCL_API hetcclResult_t hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer,
+static hetcclResult_t impl_hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer,
                                      hetcclComm_t comm, hetcclStream_t stream) {
   return p2p("hetcclSend", HETCCL_COLL_SEND, sendbuff, NULL, count, dt, peer, comm, stream);
 }
 
-HETCCL_API hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm,
+static hetcclResult_t impl_hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm,
                                      hetcclStream_t stream) {
   return p2p("hetcclRecv", HETCCL_COLL_RECV, NULL, recvbuff, count, dt, peer, comm, stream);
+}
+
+/* Public entry points: a failure inside an open group also fails the group. */
+HETCCL_API hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclAllReduce(sendbuff, recvbuff, count, dt, op, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclBroadcast(sendbuff, recvbuff, count, dt, root, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclRedOp_t op, int root, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclReduce(sendbuff, recvbuff, count, dt, op, root, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclAllGather(sendbuff, recvbuff, sendcount, dt, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclReduceScatter(sendbuff, recvbuff, recvcount, dt, op, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclAlltoAll(sendbuff, recvbuff, count, dt, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[], void *recvbuff, const size_t recvcounts[], const size_t rdispls[], hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclAlltoAllv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, dt, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclGather(sendbuff, recvbuff, count, dt, root, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclScatter(sendbuff, recvbuff, count, dt, root, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclSend(sendbuff, count, dt, peer, comm, stream));
+}
+HETCCL_API hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
+  return hetccl_group_note(impl_hetcclRecv(recvbuff, count, dt, peer, comm, stream));
 }

@@ -14,6 +14,7 @@ struct group_entry {
  * steady stream of grouped calls allocates nothing. */
 static _Thread_local struct {
   int depth;
+  hetcclResult_t error;          /* first failure of a call made while the group was open */
   struct group_entry *ents;
   int n, cap;
   struct hetccl_op *batch;       /* scratch: one communicator's ops, in order */
@@ -25,6 +26,11 @@ static _Thread_local struct {
 } g;
 
 int hetccl_group_depth(void) { return g.depth; }
+
+hetcclResult_t hetccl_group_note(hetcclResult_t rc) {
+  if (rc != hetcclSuccess && rc != hetcclInProgress && g.depth > 0 && g.error == hetcclSuccess) g.error = rc;
+  return rc;
+}
 
 hetcclResult_t hetccl_group_start(void) {
   g.depth++;
@@ -163,6 +169,16 @@ fail:
 hetcclResult_t hetccl_group_end(void) {
   if (g.depth == 0) return hetccl_error(hetcclInvalidUsage, "hetcclGroupEnd called without a matching hetcclGroupStart");
   if (--g.depth > 0) return hetcclSuccess;
+  if (g.error != hetcclSuccess) {
+    /* As NCCL: a call that failed inside the group fails the whole group;
+     * nothing recorded in it runs. Deferred inits still run, since their
+     * communicators were handed out. */
+    hetcclResult_t err = g.error;
+    g.error = hetcclSuccess;
+    g.n = 0;
+    run_deferred_inits();
+    return hetccl_error(err, "hetcclGroupEnd: the group was abandoned because a call inside it failed: %s", hetccl_last_error());
+  }
   hetcclResult_t rc = run_deferred_inits();
   hetcclResult_t r = run_ops();
   if (rc == hetcclSuccess) rc = r;

@@ -13,6 +13,8 @@
 hetcclResult_t hetccl_group_start(void);
 hetcclResult_t hetccl_group_end(void);
 int hetccl_group_depth(void);
+/* Records a failed call made inside an open group (the group then fails); returns rc. */
+hetcclResult_t hetccl_group_note(hetcclResult_t rc);
 /* Runs `op` now, or records it in the open group. */
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op);
 /* Records a communicator whose init must run at hetcclGroupEnd. */
