@@ -72,6 +72,22 @@ void hetccl_plan_state_free(struct hetccl_plan_state *st) {
   free(st);
 }
 
+/* In-place AlltoAll: every rank's input is overwritten while peers still
+ * read it, so the input is copied aside first (one scratch copy per batch). */
+static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const struct hetccl_op *op, struct hetccl_op *out) {
+  size_t bytes = op->count * hetccl_type_size(op->dtype) * (size_t)st->topo->nranks;
+  void *copy;
+  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_INPLACE], bytes, &copy));
+  memcpy(copy, op->sendbuff, bytes);
+  *out = *op;
+  out->sendbuff = copy;
+  return hetcclSuccess;
+}
+
+static int needs_inplace_copy(const struct hetccl_op *op) {
+  return op->coll == HETCCL_COLL_ALLTOALL && op->count && op->sendbuff == op->recvbuff;
+}
+
 static int is_p2p_shaped(int coll) {
   return coll == HETCCL_COLL_SEND || coll == HETCCL_COLL_RECV;
 }
@@ -84,6 +100,12 @@ static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_
     case HETCCL_COLL_BROADCAST: return hetccl_plan_broadcast(st, op);
     case HETCCL_COLL_REDUCE: return hetccl_plan_reduce(st, op);
     case HETCCL_COLL_ALLTOALL:
+      if (needs_inplace_copy(op)) {
+        struct hetccl_op copy;
+        HETCCL_TRY(alltoall_inplace_copy(st, op, &copy));
+        return hetccl_plan_p2p(st, &copy, 1, 0);
+      }
+      return hetccl_plan_p2p(st, op, 1, 0);
     case HETCCL_COLL_ALLTOALLV:
     case HETCCL_COLL_GATHER:
     case HETCCL_COLL_SCATTER: return hetccl_plan_p2p(st, op, 1, 0);
@@ -93,8 +115,19 @@ static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_
 
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n) {
   if (n <= 0) return hetcclSuccess;
-  if (t->ndomains == 1) return t->vendor->run(t->vcomm, ops, n); /* pass-through */
   struct hetccl_plan_state *st = t->state;
+  if (t->ndomains == 1) {
+    /* Pass-through, except the one case the vendor cannot take as is. */
+    for (int i = 0; i < n; i++) {
+      if (!needs_inplace_copy(&ops[i])) continue;
+      if (i > 0) HETCCL_TRY(t->vendor->run(t->vcomm, ops, i));
+      struct hetccl_op copy;
+      HETCCL_TRY(alltoall_inplace_copy(st, &ops[i], &copy));
+      HETCCL_TRY(t->vendor->run(t->vcomm, &copy, 1));
+      return hetccl_plan_run(t, ops + i + 1, n - i - 1);
+    }
+    return t->vendor->run(t->vcomm, ops, n);
+  }
   static _Thread_local int logged;
   if (!logged && t->rank == 0 && hetccl_log_level() >= HETCCL_LOG_INFO) {
     logged = 1;

@@ -19,6 +19,7 @@ enum {
   HETCCL_SCRATCH_ARGS,        /* consume-callback arguments */
   HETCCL_SCRATCH_RESULT,      /* ReduceScatter: full AllReduce result; Reduce: domain partial */
   HETCCL_SCRATCH_GATHER,      /* AllGather: the domain's blocks */
+  HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
   HETCCL_SCRATCH_SLOTS
 };
 

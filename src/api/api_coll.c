@@ -100,8 +100,6 @@ static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, 
   HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  if (count && sendbuff == recvbuff)
-    return hetccl_error(hetcclInvalidArgument, "%s: in-place AlltoAll is not supported (sendbuff == recvbuff)", fn);
   struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALL, sendbuff, recvbuff, count, dt, 0, stream);
   return hetccl_enqueue(comm, &o);
 }

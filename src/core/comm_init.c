@@ -159,7 +159,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .timeout_ms = c->net.timeout_ms,
       .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
   };
-  if (c->ndomains > 1) HETCCL_CHECK(hetccl_plan_state_create(&c->topo, &c->topo.state));
+  HETCCL_CHECK(hetccl_plan_state_create(&c->topo, &c->topo.state));
   HETCCL_INFO("rank %d/%d ready: domain %d of %d (%d ranks, vendor %s)", c->rank, c->nranks, c->my_domain, c->ndomains,
               c->domain_size, c->vendor->name);
   return hetcclSuccess;
