@@ -72,10 +72,18 @@ void hetccl_plan_state_free(struct hetccl_plan_state *st) {
   free(st);
 }
 
-/* In-place AlltoAll: every rank's input is overwritten while peers still
+/* In-place AlltoAll(v): every rank's input is overwritten while peers still
  * read it, so the input is copied aside first (one scratch copy per batch). */
+static size_t alltoall_send_bytes(const struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  size_t esz = hetccl_type_size(op->dtype), end = 0;
+  if (op->coll == HETCCL_COLL_ALLTOALL) return op->count * esz * (size_t)st->topo->nranks;
+  for (int j = 0; j < st->topo->nranks; j++)
+    if (op->sendcounts[j] && op->sdispls[j] + op->sendcounts[j] > end) end = op->sdispls[j] + op->sendcounts[j];
+  return end * esz;
+}
+
 static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const struct hetccl_op *op, struct hetccl_op *out) {
-  size_t bytes = op->count * hetccl_type_size(op->dtype) * (size_t)st->topo->nranks;
+  size_t bytes = alltoall_send_bytes(st, op);
   void *copy;
   HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_INPLACE], bytes, &copy));
   memcpy(copy, op->sendbuff, bytes);
@@ -85,7 +93,8 @@ static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const 
 }
 
 static int needs_inplace_copy(const struct hetccl_op *op) {
-  return op->coll == HETCCL_COLL_ALLTOALL && op->count && op->sendbuff == op->recvbuff;
+  return (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
+         op->sendbuff == op->recvbuff;
 }
 
 static int is_p2p_shaped(int coll) {
@@ -100,13 +109,13 @@ static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_
     case HETCCL_COLL_BROADCAST: return hetccl_plan_broadcast(st, op);
     case HETCCL_COLL_REDUCE: return hetccl_plan_reduce(st, op);
     case HETCCL_COLL_ALLTOALL:
+    case HETCCL_COLL_ALLTOALLV:
       if (needs_inplace_copy(op)) {
         struct hetccl_op copy;
         HETCCL_TRY(alltoall_inplace_copy(st, op, &copy));
         return hetccl_plan_p2p(st, &copy, 1, 0);
       }
       return hetccl_plan_p2p(st, op, 1, 0);
-    case HETCCL_COLL_ALLTOALLV:
     case HETCCL_COLL_GATHER:
     case HETCCL_COLL_SCATTER: return hetccl_plan_p2p(st, op, 1, 0);
     default: return hetccl_error(hetcclInternalError, "no plan for operation %d", op->coll);
