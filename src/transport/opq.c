@@ -5,11 +5,11 @@
 
 #include "util/error.h"
 
-hetcclResult_t hetccl_opq_push(struct hetccl_opq *q, const struct hetccl_op *op, uint64_t *seq) {
+hetcclResult_t hetccl_opq_push(struct hetccl_opq *q, const struct hetccl_opq_entry *op, uint64_t *seq) {
   if (q->tail - q->head == q->cap) {
     /* Full: double, keeping each outstanding op at its sequence's new index. */
     uint64_t ncap = q->cap ? q->cap * 2 : 16;
-    struct hetccl_op *nops = malloc(ncap * sizeof(*nops));
+    struct hetccl_opq_entry *nops = malloc(ncap * sizeof(*nops));
     if (!nops) return hetccl_error(hetcclSystemError, "transport: cannot grow an operation queue to %llu entries",
                                    (unsigned long long)ncap);
     for (uint64_t s = q->head; s < q->tail; s++) nops[s & (ncap - 1)] = q->ops[s & (q->cap - 1)];

@@ -15,7 +15,7 @@
 
 enum hetccl_op_dir { HETCCL_OP_SEND = 0, HETCCL_OP_RECV = 1 };
 
-struct hetccl_op {
+struct hetccl_opq_entry {
   void *buf;              /* const for sends */
   size_t bytes;
   hetccl_consume_fn fn;   /* receives only; NULL copies into buf */
@@ -26,21 +26,21 @@ struct hetccl_op {
 };
 
 struct hetccl_opq {
-  struct hetccl_op *ops;  /* ring indexed by seq & (cap - 1) */
+  struct hetccl_opq_entry *ops;  /* ring indexed by seq & (cap - 1) */
   uint64_t cap;           /* a power of two, or 0 before the first post */
   uint64_t head;          /* sequence of the oldest incomplete operation */
   uint64_t tail;          /* sequence the next post receives */
 };
 
 /* Appends an operation; grows the ring only when it is full. */
-hetcclResult_t hetccl_opq_push(struct hetccl_opq *q, const struct hetccl_op *op, uint64_t *seq);
+hetcclResult_t hetccl_opq_push(struct hetccl_opq *q, const struct hetccl_opq_entry *op, uint64_t *seq);
 void hetccl_opq_free(struct hetccl_opq *q);
 
-static inline struct hetccl_op *hetccl_opq_at(struct hetccl_opq *q, uint64_t seq) {
+static inline struct hetccl_opq_entry *hetccl_opq_at(struct hetccl_opq *q, uint64_t seq) {
   return &q->ops[seq & (q->cap - 1)];
 }
 /* The oldest incomplete operation, or NULL. */
-static inline struct hetccl_op *hetccl_opq_head(struct hetccl_opq *q) {
+static inline struct hetccl_opq_entry *hetccl_opq_head(struct hetccl_opq *q) {
   return q->head < q->tail ? hetccl_opq_at(q, q->head) : NULL;
 }
 

@@ -89,7 +89,7 @@ static hetcclResult_t shm_fail(struct shm_link *l, hetcclResult_t rc) {
 static int shm_progress_send(struct shm_link *l) {
   struct hetccl_shm_ring *r = &l->tx;
   int moved = 0;
-  struct hetccl_op *op;
+  struct hetccl_opq_entry *op;
   while ((op = hetccl_opq_head(&l->sendq)) != NULL) {
     if (r->mine - r->theirs >= r->nslots) {
       r->theirs = atomic_load_explicit(&r->ctrl->tail, memory_order_acquire);
@@ -116,7 +116,7 @@ static int shm_progress_send(struct shm_link *l) {
 static int shm_progress_recv(struct shm_link *l, hetcclResult_t *rc) {
   struct hetccl_shm_ring *r = &l->rx;
   int moved = 0;
-  struct hetccl_op *op;
+  struct hetccl_opq_entry *op;
   while ((op = hetccl_opq_head(&l->recvq)) != NULL) {
     if (r->mine == r->theirs) {
       r->theirs = atomic_load_explicit(&r->ctrl->head, memory_order_acquire);
@@ -198,7 +198,7 @@ static hetcclResult_t shm_isend(hetccl_link *link, const void *buf, size_t bytes
   struct shm_link *l = (struct shm_link *)link;
   if (l->error) return l->error;
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "shm: send of %zu bytes from NULL", bytes);
-  struct hetccl_op op = {.buf = (void *)buf, .bytes = bytes};
+  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->sendq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_SEND);
@@ -211,7 +211,7 @@ static hetcclResult_t shm_irecv(hetccl_link *link, void *buf, size_t bytes, hetc
   struct shm_link *l = (struct shm_link *)link;
   if (l->error) return l->error;
   if (!buf && bytes && !fn) return hetccl_error(hetcclInvalidArgument, "shm: receive of %zu bytes into NULL", bytes);
-  struct hetccl_op op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->recvq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_RECV);

@@ -75,7 +75,7 @@ static int cut_pieces(struct socket_link *l) {
   while (l->send_cut < l->sendq.tail) {
     struct socket_stream *s = &l->streams[l->send_piece % (uint64_t)l->nstreams];
     if (s->send_busy) break;
-    struct hetccl_op *op = hetccl_opq_at(&l->sendq, l->send_cut);
+    struct hetccl_opq_entry *op = hetccl_opq_at(&l->sendq, l->send_cut);
     size_t piece = op->bytes - op->issued;
     if (piece > SOCKET_PIECE_BYTES) piece = SOCKET_PIECE_BYTES;
     s->send_hdr = (struct socket_piece_hdr){
@@ -133,7 +133,7 @@ static hetcclResult_t progress_send(struct socket_link *l, int *moved) {
     *moved |= again;
   } while (again && l->send_cut < l->sendq.tail);
   /* A send is complete once all its pieces are cut and written. */
-  struct hetccl_op *op;
+  struct hetccl_opq_entry *op;
   while ((op = hetccl_opq_head(&l->sendq)) != NULL && l->send_cut > l->sendq.head && op->inflight == 0)
     l->sendq.head++;
   return hetcclSuccess;
@@ -154,7 +154,7 @@ static hetcclResult_t on_header(struct socket_link *l, struct socket_stream *s) 
   s->recv_direct = 0;
   s->recv_dest = s->staging;
   if (h->msg >= l->recvq.head && h->msg < l->recvq.tail && h->bytes > 0) {
-    struct hetccl_op *op = hetccl_opq_at(&l->recvq, h->msg);
+    struct hetccl_opq_entry *op = hetccl_opq_at(&l->recvq, h->msg);
     if (!op->fn && op->bytes == h->total) {
       s->recv_dest = (uint8_t *)op->buf + h->offset;
       s->recv_direct = 1;
@@ -204,7 +204,7 @@ static hetcclResult_t read_stream(struct socket_link *l, struct socket_stream *s
 
 /* Hands whole pieces to the posted receives in global piece order. */
 static hetcclResult_t deliver(struct socket_link *l, int *moved) {
-  struct hetccl_op *op;
+  struct hetccl_opq_entry *op;
   while ((op = hetccl_opq_head(&l->recvq)) != NULL) {
     struct socket_stream *s = &l->streams[l->recv_piece % (uint64_t)l->nstreams];
     if (!s->recv_full) {
@@ -260,7 +260,7 @@ static hetcclResult_t socket_isend(hetccl_link *link, const void *buf, size_t by
   struct socket_link *l = (struct socket_link *)link;
   if (l->error) return l->error;
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "socket: send of %zu bytes from NULL", bytes);
-  struct hetccl_op op = {.buf = (void *)buf, .bytes = bytes};
+  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->sendq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_SEND);
@@ -276,7 +276,7 @@ static hetcclResult_t socket_irecv(hetccl_link *link, void *buf, size_t bytes, h
   if (l->error) return l->error;
   if (!buf && bytes && !fn)
     return hetccl_error(hetcclInvalidArgument, "socket: receive of %zu bytes into NULL", bytes);
-  struct hetccl_op op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->recvq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_RECV);
