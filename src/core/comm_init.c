@@ -13,16 +13,22 @@
 #include "util/log.h"
 #include "util/params.h"
 
+/* The device kind: HETCCL_DEVICE, else cuda where a CUDA device is usable,
+ * else host. The device is the caller's current one, as in NCCL. */
 static hetcclResult_t pick_device(struct hetccl_comm *c) {
   const struct hetccl_params *p = hetccl_params();
   int kind = HETCCL_DEVICE_HOST;
   if (p->device_kind[0]) {
     kind = hetccl_device_parse(p->device_kind);
     if (kind < 0) return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of host, cuda, hip", p->device_kind);
+  } else {
+    const struct hetccl_device_ops *cuda = hetccl_device_get(HETCCL_DEVICE_CUDA);
+    if (cuda && cuda->available() && cuda->count() > 0) kind = HETCCL_DEVICE_CUDA;
   }
   const struct hetccl_device_ops *ops = hetccl_device_get(kind);
   if (!ops || !ops->available())
-    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is not available in this build or on this node", p->device_kind);
+    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is not available in this build or on this node",
+                        p->device_kind[0] ? p->device_kind : "auto");
   c->device_kind = kind;
   c->device = ops->current();
   return hetcclSuccess;
