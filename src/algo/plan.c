@@ -122,9 +122,42 @@ static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_
   }
 }
 
+/* HETCCL_DEBUG=INFO: the plan of the first call of each collective. */
+static void log_plans(struct hetccl_plan_state *st, const struct hetccl_op *ops, int n) {
+  const struct hetccl_topology *t = st->topo;
+  for (int i = 0; i < n; i++) {
+    int c = ops[i].coll;
+    if (st->logged[c]) continue;
+    st->logged[c] = 1;
+    if (t->ndomains == 1) {
+      HETCCL_INFO("rank %d plan %s count %zu %s: pass-through to %s", t->rank, hetccl_coll_name(c), ops[i].count,
+                  hetccl_type_name(ops[i].dtype), t->vendor->name);
+      continue;
+    }
+    const char *shape = "vendor phase, link exchange, vendor phase";
+    if (c == HETCCL_COLL_ALLREDUCE || c == HETCCL_COLL_REDUCESCATTER)
+      shape = "vendor reduce-scatter, owners exchange overlapping shard pieces over links, vendor all-gather";
+    else if (c == HETCCL_COLL_ALLGATHER)
+      shape = "vendor all-gather, each block crosses once to each other domain, vendor broadcasts";
+    else if (c == HETCCL_COLL_BROADCAST)
+      shape = "root sends to each other domain's first rank, vendor broadcast per domain";
+    else if (c == HETCCL_COLL_REDUCE)
+      shape = "vendor reduce per domain, partials cross to the root, root combines in domain order";
+    else if (c != HETCCL_COLL_SEND && c != HETCCL_COLL_RECV && c != HETCCL_COLL_ALLTOALLV && c != HETCCL_COLL_ALLTOALL &&
+             c != HETCCL_COLL_GATHER && c != HETCCL_COLL_SCATTER)
+      continue;
+    else
+      shape = "domain-internal pairs through the vendor, cross-domain pairs over links";
+    HETCCL_INFO("rank %d plan %s count %zu %s over %d domains (this rank: domain %d, %d of %d): %s", t->rank,
+                hetccl_coll_name(c), ops[i].count, hetccl_type_name(ops[i].dtype), t->ndomains, t->my_domain,
+                t->domain_rank, t->domain_size, shape);
+  }
+}
+
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n) {
   if (n <= 0) return hetcclSuccess;
   struct hetccl_plan_state *st = t->state;
+  if (hetccl_log_level() >= HETCCL_LOG_INFO) log_plans(st, ops, n);
   if (t->ndomains == 1) {
     /* Pass-through, except the one case the vendor cannot take as is. */
     for (int i = 0; i < n; i++) {
@@ -136,12 +169,6 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
       return hetccl_plan_run(t, ops + i + 1, n - i - 1);
     }
     return t->vendor->run(t->vcomm, ops, n);
-  }
-  static _Thread_local int logged;
-  if (!logged && t->rank == 0 && hetccl_log_level() >= HETCCL_LOG_INFO) {
-    logged = 1;
-    HETCCL_INFO("cross-domain plan: %s over %d domains (vendor phase, link exchange, vendor phase)",
-                hetccl_coll_name(ops[0].coll), t->ndomains);
   }
   /* Collectives in order; the batch's sends and receives together at the end. */
   int np2p = 0;

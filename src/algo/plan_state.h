@@ -33,6 +33,7 @@ struct hetccl_plan_state {
   int nvops, vops_cap;
   struct hetccl_xfer_batch xfers;
   const struct hetccl_topology *topo;
+  unsigned char logged[HETCCL_COLL_COUNT]; /* plan already logged for this collective */
 };
 
 hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void **ptr);

@@ -37,7 +37,10 @@ void info_transports(void) {
 
 void info_kernels(void) {
   printf("\nKernels\n");
-  /* No device kernels are compiled into the library yet (src/device/kernels
-   * is empty); host ranks reduce in C and need none. */
-  printf("  none built in (host ranks need none; cuda and hip kernels are not built yet)\n");
+  /* Host ranks reduce in C and need no kernels; the device kinds carry
+   * theirs embedded in the library when their compiler was found at build. */
+  const char *cuda = hetccl_kernels_cuda_archs();
+  printf("  %-16s %s\n", "host", "built in (C, baseline and AVX2 loops)");
+  printf("  %-16s %s\n", "cuda", cuda ? cuda : "not built (nvcc was not found at build time)");
+  printf("  %-16s %s\n", "hip", "not built (no HIP backend yet)");
 }
