@@ -92,8 +92,9 @@ static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const 
   return hetcclSuccess;
 }
 
-static int needs_inplace_copy(const struct hetccl_op *op) {
-  return (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
+static int needs_inplace_copy(const struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  /* GPU vendors take in-place AlltoAll as they define it; host memory is copied here. */
+  return st->topo->device_kind == 0 && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
          op->sendbuff == op->recvbuff;
 }
 
@@ -110,7 +111,7 @@ static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_
     case HETCCL_COLL_REDUCE: return hetccl_plan_reduce(st, op);
     case HETCCL_COLL_ALLTOALL:
     case HETCCL_COLL_ALLTOALLV:
-      if (needs_inplace_copy(op)) {
+      if (needs_inplace_copy(st, op)) {
         struct hetccl_op copy;
         HETCCL_TRY(alltoall_inplace_copy(st, op, &copy));
         return hetccl_plan_p2p(st, &copy, 1, 0);
@@ -161,7 +162,7 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
   if (t->ndomains == 1) {
     /* Pass-through, except the one case the vendor cannot take as is. */
     for (int i = 0; i < n; i++) {
-      if (!needs_inplace_copy(&ops[i])) continue;
+      if (!needs_inplace_copy(st, &ops[i])) continue;
       if (i > 0) HETCCL_TRY(t->vendor->run(t->vcomm, ops, i));
       struct hetccl_op copy;
       HETCCL_TRY(alltoall_inplace_copy(st, &ops[i], &copy));

@@ -16,6 +16,7 @@ struct hetccl_plan_state;
 struct hetccl_topology {
   int rank;
   int nranks;
+  int device_kind;               /* this rank's (enum hetccl_device_kind) */
   int ndomains;
   const int *domain_of;          /* [nranks] */
   int my_domain;

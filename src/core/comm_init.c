@@ -153,6 +153,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   c->topo = (struct hetccl_topology){
       .rank = c->rank,
       .nranks = c->nranks,
+      .device_kind = c->device_kind,
       .ndomains = c->ndomains,
       .domain_of = c->domain_of,
       .my_domain = c->my_domain,

@@ -43,9 +43,12 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_
     return hetccl_error(hetcclInvalidUsage, "communicator failed to initialise (%s)", hetccl_result_str(rc));
   rc = atomic_load(&c->async_error);
   if (rc != hetcclSuccess)
-    return hetccl_error(rc, "communicator is in an error state from an earlier failure: %s", hetccl_last_error());
+    return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
+                        hetccl_result_str(rc));
   rc = hetccl_plan_run(&c->topo, ops, n);
-  if (rc != hetcclSuccess) {
+  /* A refused operation leaves the communicator usable; a failure while
+   * moving data leaves peers out of step, so the communicator is poisoned. */
+  if (rc != hetcclSuccess && rc != hetcclInvalidArgument && rc != hetcclInvalidUsage) {
     int ok = hetcclSuccess;
     atomic_compare_exchange_strong(&c->async_error, &ok, (int)rc);
   }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "device/device.h"
 #include "util/error.h"
 
 hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, hetcclDataType_t dt, hetccl_redop *out) {
@@ -40,8 +41,14 @@ hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, het
     if (u->residence == hetcclScalarHostImmediate) {
       out->scalar = u->scalar;
     } else {
-      /* Device residence: dereferenced at each call (host ranks: host memory). */
-      memcpy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
+      /* Device residence: read at each call, from device memory on GPU
+       * ranks. (NCCL reads it when the collective runs on the stream; here
+       * it is read when the call is made.) */
+      const struct hetccl_device_ops *dev = hetccl_device_get(c->device_kind);
+      if (c->device_kind == HETCCL_DEVICE_HOST || !dev)
+        memcpy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
+      else
+        rc = dev->copy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
     }
   }
   pthread_mutex_unlock(&c->lock);

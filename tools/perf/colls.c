@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "nccl_direct.h"
+
 static double factor_one(int n) { (void)n; return 1.0; }
 static double factor_allreduce(int n) { return n > 0 ? 2.0 * (n - 1) / n : 0.0; }
 static double factor_spread(int n) { return n > 0 ? (double)(n - 1) / n : 0.0; }
@@ -35,28 +37,28 @@ static void shape_alltoall(size_t bytes, size_t ts, int n, int rank, struct perf
 /* --- calls --- */
 
 static hetcclResult_t run_allreduce(const struct perf_call *c) {
-  return hetcclAllReduce(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->comm, NULL);
+  return hetcclAllReduce(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->comm, c->stream);
 }
 static hetcclResult_t run_allgather(const struct perf_call *c) {
-  return hetcclAllGather(c->send, c->recv, c->shape->paramcount, c->dt, c->comm, NULL);
+  return hetcclAllGather(c->send, c->recv, c->shape->paramcount, c->dt, c->comm, c->stream);
 }
 static hetcclResult_t run_reducescatter(const struct perf_call *c) {
-  return hetcclReduceScatter(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->comm, NULL);
+  return hetcclReduceScatter(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->comm, c->stream);
 }
 static hetcclResult_t run_broadcast(const struct perf_call *c) {
-  return hetcclBroadcast(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, NULL);
+  return hetcclBroadcast(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, c->stream);
 }
 static hetcclResult_t run_reduce(const struct perf_call *c) {
-  return hetcclReduce(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->root, c->comm, NULL);
+  return hetcclReduce(c->send, c->recv, c->shape->paramcount, c->dt, c->op, c->root, c->comm, c->stream);
 }
 static hetcclResult_t run_alltoall(const struct perf_call *c) {
-  return hetcclAlltoAll(c->send, c->recv, c->shape->paramcount, c->dt, c->comm, NULL);
+  return hetcclAlltoAll(c->send, c->recv, c->shape->paramcount, c->dt, c->comm, c->stream);
 }
 static hetcclResult_t run_gather(const struct perf_call *c) {
-  return hetcclGather(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, NULL);
+  return hetcclGather(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, c->stream);
 }
 static hetcclResult_t run_scatter(const struct perf_call *c) {
-  return hetcclScatter(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, NULL);
+  return hetcclScatter(c->send, c->recv, c->shape->paramcount, c->dt, c->root, c->comm, c->stream);
 }
 
 /* A ring shift, as nccl-tests' sendrecv: send to the next rank, receive from
@@ -65,8 +67,8 @@ static hetcclResult_t run_sendrecv(const struct perf_call *c) {
   int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
   hetcclResult_t rc = hetcclGroupStart();
   if (rc != hetcclSuccess) return rc;
-  hetcclResult_t rs = hetcclSend(c->send, c->shape->paramcount, c->dt, next, c->comm, NULL);
-  hetcclResult_t rr = hetcclRecv(c->recv, c->shape->paramcount, c->dt, prev, c->comm, NULL);
+  hetcclResult_t rs = hetcclSend(c->send, c->shape->paramcount, c->dt, next, c->comm, c->stream);
+  hetcclResult_t rr = hetcclRecv(c->recv, c->shape->paramcount, c->dt, prev, c->comm, c->stream);
   /* The group is closed even after a failed enqueue, so the library's group
    * state is left balanced; the first failure is what is reported. */
   rc = hetcclGroupEnd();
@@ -128,15 +130,15 @@ static size_t check_sendrecv(const struct perf_call *c, const struct perf_values
  * alltoall, which HetCCL rejects in place (each rank's sends would have to be
  * staged before any receive lands). */
 static const struct perf_coll g_colls[] = {
-    {"allreduce", 1, 0, 1, factor_allreduce, shape_whole, run_allreduce, check_allreduce},
-    {"allgather", 0, 0, 1, factor_spread, shape_gathered, run_allgather, check_allgather},
-    {"reducescatter", 1, 0, 1, factor_spread, shape_scattered, run_reducescatter, check_reducescatter},
-    {"broadcast", 0, 1, 1, factor_one, shape_whole, run_broadcast, check_broadcast},
-    {"reduce", 1, 1, 1, factor_one, shape_whole, run_reduce, check_reduce},
-    {"alltoall", 0, 0, 0, factor_spread, shape_alltoall, run_alltoall, check_alltoall},
-    {"gather", 0, 1, 1, factor_spread, shape_gathered, run_gather, check_gather},
-    {"scatter", 0, 1, 1, factor_spread, shape_scattered, run_scatter, check_scatter},
-    {"sendrecv", 0, 0, 0, factor_one, shape_whole, run_sendrecv, check_sendrecv},
+    {"allreduce", 1, 0, 1, factor_allreduce, shape_whole, run_allreduce, perf_nccl_allreduce, check_allreduce},
+    {"allgather", 0, 0, 1, factor_spread, shape_gathered, run_allgather, perf_nccl_allgather, check_allgather},
+    {"reducescatter", 1, 0, 1, factor_spread, shape_scattered, run_reducescatter, perf_nccl_reducescatter, check_reducescatter},
+    {"broadcast", 0, 1, 1, factor_one, shape_whole, run_broadcast, perf_nccl_broadcast, check_broadcast},
+    {"reduce", 1, 1, 1, factor_one, shape_whole, run_reduce, perf_nccl_reduce, check_reduce},
+    {"alltoall", 0, 0, 0, factor_spread, shape_alltoall, run_alltoall, perf_nccl_alltoall, check_alltoall},
+    {"gather", 0, 1, 1, factor_spread, shape_gathered, run_gather, perf_nccl_gather, check_gather},
+    {"scatter", 0, 1, 1, factor_spread, shape_scattered, run_scatter, perf_nccl_scatter, check_scatter},
+    {"sendrecv", 0, 0, 0, factor_one, shape_whole, run_sendrecv, perf_nccl_sendrecv, check_sendrecv},
 };
 #define NCOLLS (sizeof(g_colls) / sizeof(g_colls[0]))
 

@@ -23,16 +23,21 @@ struct perf_shape {
   size_t recv_inplace;
 };
 
+struct perf_nccl;
+
 /* One call's arguments. */
 struct perf_call {
   const void *send;
   void *recv;
   const struct perf_shape *shape;
   hetcclDataType_t dt;
+  size_t type_size;
   hetcclRedOp_t op;
   int root;
   int rank, nranks;
   hetcclComm_t comm;
+  hetcclStream_t stream;         /* the rank's stream (-G cuda); NULL on host ranks */
+  const struct perf_nccl *nccl;  /* --lib nccl: NCCL and its communicator */
 };
 
 struct perf_coll {
@@ -44,6 +49,8 @@ struct perf_coll {
   double (*bus_factor)(int nranks);
   void (*shape)(size_t bytes, size_t type_size, int nranks, int rank, struct perf_shape *s);
   hetcclResult_t (*run)(const struct perf_call *c);
+  /* The same call made to NCCL directly (--lib nccl, nccl_direct.c). */
+  hetcclResult_t (*run_nccl)(const struct perf_call *c);
   /* Wrong elements of this rank's output, given every rank's input. */
   size_t (*check)(const struct perf_call *c, const struct perf_values *v, size_t type_size);
 };

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "shared.h"
 #include "world.h"
 
@@ -22,9 +23,16 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* hetccl-perf hands its buffers to the library as host memory, so ranks are
- * host ranks unless the user asked otherwise. */
-static void prefer_host_ranks(void) { setenv("HETCCL_DEVICE", "host", 0); }
+/* The kind of rank the library makes, set before it reads its settings.
+ * Host buffers: host ranks unless the user asked otherwise. Device buffers:
+ * cuda ranks. --lib nccl: the HetCCL communicator only carries the
+ * agreements (the NCCL id, under a launcher the barrier and the tallies),
+ * on host memory, so it is a host communicator. */
+static void choose_rank_kind(const struct perf_options *o) {
+  if (o->lib == PERF_LIB_NCCL) setenv("HETCCL_DEVICE", "host", 1);
+  else if (o->device == PERF_DEVICE_CUDA) setenv("HETCCL_DEVICE", "cuda", 1);
+  else setenv("HETCCL_DEVICE", "host", 0);
+}
 
 static void set_domain(const struct perf_options *o, int rank) {
   if (!o->ndomains) return;
@@ -33,13 +41,27 @@ static void set_domain(const struct perf_options *o, int rank) {
   setenv("HETCCL_DOMAIN", label, 1);
 }
 
-/* Builds the communicator, runs the rank's work, and tears down. */
-static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct perf_options *o, perf_rank_fn fn) {
+/* Builds the communicator, runs the rank's work, and tears down. With -G
+ * cuda the rank's GPU is made current first, so that the communicator is
+ * created on it (the library takes the current device, as NCCL does). */
+static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct perf_options *o, perf_rank_fn fn,
+                    int local_rank) {
+  w->device = -1;
+  if (o->device == PERF_DEVICE_CUDA) {
+    int st = perf_gpu_attach(w, local_rank);
+    if (st) return st;
+  }
   hetcclResult_t rc = hetcclCommInitRank(&w->comm, w->nranks, *id, w->rank);
   if (rc != hetcclSuccess) {
     fprintf(stderr, "hetccl-perf: rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
             hetcclGetErrorString(rc), hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
+  }
+  if (!w->shared && w->dev && o->lib == PERF_LIB_HETCCL) {
+    /* Agreements through a GPU communicator need device buffers. */
+    w->scratch_bytes = perf_world_scratch_bytes(w->nranks);
+    int st = perf_gpu_alloc(w, w->scratch_bytes, &w->scratch);
+    if (st) return st;
   }
   int status = fn(w, o);
   fflush(stdout);
@@ -52,6 +74,9 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
               hetcclGetErrorString(rc), hetcclGetLastError(NULL));
       if (status == PERF_EXIT_OK) status = PERF_EXIT_LIBRARY;
     }
+    /* Only after a clean run: freeing device memory waits for the device,
+     * which may be stuck in a collective whose peer is gone. */
+    perf_gpu_detach(w);
   }
   return status;
 }
@@ -61,7 +86,7 @@ static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_o
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != s->parent) return PERF_EXIT_RANK;
   set_domain(o, rank);
-  prefer_host_ranks();
+  choose_rank_kind(o);
   unsigned waited = 0;
   while (!atomic_load(&s->id_ready)) {
     if (atomic_load(&s->abort)) return PERF_EXIT_RANK;
@@ -73,7 +98,8 @@ static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_o
     }
   }
   struct perf_world w = {.rank = rank, .nranks = s->nranks, .comm = NULL, .shared = s};
-  int status = run_rank(&w, &s->id, o, fn);
+  /* Forked ranks share this node: rank i uses GPU i % GPUs. */
+  int status = run_rank(&w, &s->id, o, fn, rank);
   if (status != PERF_EXIT_OK && status != PERF_EXIT_WRONG) atomic_store(&s->abort, 1);
   return status;
 }
@@ -184,7 +210,7 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
     }
     set_domain(o, r);
   }
-  prefer_host_ranks();
+  choose_rank_kind(o);
   hetcclUniqueId id;
   struct perf_world w = {0};
   hetcclResult_t rc = hetcclGetUniqueIdFromEnv(&id, &w.rank, &w.nranks);
@@ -198,5 +224,5 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
             perf_domain_total(o), w.nranks);
     return PERF_EXIT_USAGE;
   }
-  return run_rank(&w, &id, o, fn);
+  return run_rank(&w, &id, o, fn, perf_gpu_local_rank(w.rank));
 }

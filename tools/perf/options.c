@@ -28,6 +28,15 @@ void perf_usage(FILE *out) {
           "      --domains <a,b,..>  consecutive blocks of ranks of these sizes get\n"
           "                          HETCCL_DOMAIN=d0, d1, ...\n"
           "  -T, --timeout <s>       with -N: kill the ranks after s seconds (default 0: never)\n"
+          "  -G, --device <kind>     host: buffers in host memory, host ranks (default);\n"
+          "                          cuda: buffers in the rank's GPU memory (local rank i uses\n"
+          "                          GPU i %% GPUs), calls on a stream per rank, timed up to a\n"
+          "                          stream synchronize as nccl-tests\n"
+          "      --lib <name>        hetccl (default), or nccl: the same benchmark calling\n"
+          "                          NCCL directly (implies -G cuda); also --reference nccl\n"
+          "      --host-time         also measure how long one call takes to return\n"
+          "                          (extra columns: host time per call, us)\n"
+          "      --check-max <size>  with -c 1: check only sizes up to this (default: all)\n"
           "  -h, --help\n",
           perf_coll_names());
 }
@@ -99,8 +108,12 @@ static const struct {
 } g_long[] = {
     {"minbytes", 'b'}, {"maxbytes", 'e'}, {"stepfactor", 'f'}, {"stepbytes", 'i'}, {"op", 'o'},
     {"datatype", 'd'}, {"root", 'r'}, {"iters", 'n'}, {"warmup_iters", 'w'}, {"check", 'c'},
-    {"nranks", 'N'}, {"domains", 'D'}, {"timeout", 'T'}, {"help", 'h'},
+    {"nranks", 'N'}, {"domains", 'D'}, {"timeout", 'T'}, {"help", 'h'}, {"device", 'G'}, {"lib", 'L'},
+    {"reference", 'L'}, {"host-time", 'H'}, {"check-max", 'C'},
 };
+
+/* Flags that take no value (a value after '=' is still accepted: --host-time=0). */
+static int takes_no_value(char letter) { return letter == 'H'; }
 
 static int set_flag(struct perf_options *o, char letter, const char *val) {
   switch (letter) {
@@ -115,6 +128,19 @@ static int set_flag(struct perf_options *o, char letter, const char *val) {
     case 'N': return parse_int(val, 1, &o->nranks) || o->nranks > PERF_MAX_FORKED_RANKS ? -1 : 0;
     case 'T': return parse_int(val, 0, &o->timeout_s);
     case 'D': return parse_domains(val, o);
+    case 'C': return parse_size(val, &o->check_max);
+    case 'H': return parse_int(val, 0, &o->host_time) || o->host_time > 1 ? -1 : 0;
+    case 'G':
+      o->device_given = 1;
+      if (!strcmp(val, "host")) o->device = PERF_DEVICE_HOST;
+      else if (!strcmp(val, "cuda")) o->device = PERF_DEVICE_CUDA;
+      else return -1;
+      return 0;
+    case 'L':
+      if (!strcmp(val, "hetccl")) o->lib = PERF_LIB_HETCCL;
+      else if (!strcmp(val, "nccl")) o->lib = PERF_LIB_NCCL;
+      else return -1;
+      return 0;
     case 'o':
       if (!strcmp(val, "all")) {
         o->op_first = 0;
@@ -148,6 +174,7 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
   o->iters = 20;
   o->warmup = 5;
   o->check = 1;
+  o->check_max = SIZE_MAX;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *val = NULL;
     char letter = 0;
@@ -173,10 +200,11 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
       letter = arg[1];
     }
     if (letter == 'h') return PERF_PARSE_HELP;
-    if (!letter || !strchr("befiordnwcNDT", letter)) {
+    if (!letter || !strchr("befiordnwcNDTGLHC", letter)) {
       fprintf(stderr, "hetccl-perf: unknown flag '%s'\n", arg);
       return PERF_PARSE_ERROR;
     }
+    if (!val && takes_no_value(letter)) val = "1";
     if (!val) {
       if (i + 1 >= argc) {
         fprintf(stderr, "hetccl-perf: flag '%s' needs a value\n", arg);
@@ -204,6 +232,18 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
   if (o->nranks && o->coll->rooted && o->root >= o->nranks) {
     fprintf(stderr, "hetccl-perf: root %d is not a rank (-N %d)\n", o->root, o->nranks);
     return PERF_PARSE_ERROR;
+  }
+  if (o->lib == PERF_LIB_NCCL) {
+    /* NCCL's buffers are device memory; it has no domains. */
+    if (o->device_given && o->device != PERF_DEVICE_CUDA) {
+      fprintf(stderr, "hetccl-perf: --lib nccl needs device buffers (-G cuda)\n");
+      return PERF_PARSE_ERROR;
+    }
+    if (o->ndomains) {
+      fprintf(stderr, "hetccl-perf: --lib nccl has no --domains\n");
+      return PERF_PARSE_ERROR;
+    }
+    o->device = PERF_DEVICE_CUDA;
   }
   if (!o->coll->reduces) o->op_first = o->op_last = PERF_OP_NONE;
   return PERF_PARSE_OK;

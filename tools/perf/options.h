@@ -1,4 +1,5 @@
-/* hetccl-perf's command line: nccl-tests' flags plus -N and --domains. */
+/* hetccl-perf's command line: nccl-tests' flags plus -N, --domains, and the
+ * GPU flags (-G, --lib, --host-time, --check-max). */
 #ifndef HETCCL_PERF_OPTIONS_H
 #define HETCCL_PERF_OPTIONS_H
 
@@ -8,6 +9,12 @@
 #include "colls.h"
 
 #define PERF_MAX_DOMAINS 64
+/* Where the buffers live: plain host memory (host ranks), or device memory
+ * of the rank's GPU (cuda ranks). */
+enum { PERF_DEVICE_HOST = 0, PERF_DEVICE_CUDA = 1 };
+/* Which library the measured calls go to: HetCCL, or NCCL called directly
+ * (the reference, same binary, same buffers, same check). */
+enum { PERF_LIB_HETCCL = 0, PERF_LIB_NCCL = 1 };
 #define PERF_MAX_FORKED_RANKS 256
 
 struct perf_options {
@@ -23,6 +30,11 @@ struct perf_options {
   int ndomains;         /* --domains: 0 leaves HETCCL_DOMAIN as it is */
   int domain_sizes[PERF_MAX_DOMAINS];
   int timeout_s;        /* -T: forked ranks are killed after this (0: never) */
+  int device;           /* -G: PERF_DEVICE_* */
+  int device_given;     /* -G was on the command line */
+  int lib;              /* --lib: PERF_LIB_* */
+  int host_time;        /* --host-time: also measure how long one call takes to return */
+  size_t check_max;     /* --check-max: check sizes up to this only (SIZE_MAX: all) */
 };
 
 enum { PERF_PARSE_OK = 0, PERF_PARSE_HELP = 1, PERF_PARSE_ERROR = -1 };

@@ -5,11 +5,14 @@
 #include "dtype.h"
 #include "values.h"
 
-void perf_report_header(const struct perf_options *o, int nranks, const struct perf_rank_info *ranks) {
+void perf_report_header(const struct perf_options *o, int nranks, const struct perf_rank_info *ranks,
+                        const char *library) {
   int version = 0;
   hetcclGetVersion(&version);
   printf("# hetccl-perf %s: HetCCL %d.%d.%d, nranks %d (%s)\n", o->coll->name, version / 10000,
          version / 100 % 100, version % 100, nranks, o->nranks ? "forked" : "launcher");
+  printf("#  library: %s; buffers: %s\n", library,
+         o->device == PERF_DEVICE_CUDA ? "cuda device memory, one stream per rank" : "host memory");
   printf("#  minBytes %zu maxBytes %zu step: ", o->minbytes, o->maxbytes);
   if (o->stepbytes) printf("%zu(bytes)", o->stepbytes);
   else printf("%d(factor)", o->stepfactor);
@@ -20,11 +23,14 @@ void perf_report_header(const struct perf_options *o, int nranks, const struct p
            ranks[r].host, ranks[r].device, ranks[r].device < 0 ? "host" : "gpu",
            ranks[r].domain[0] ? ranks[r].domain : "(default)");
   printf("#\n");
-  printf("# %50s  %-31s  %-31s\n", "", "out-of-place", "in-place");
-  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop",
+  printf("# %50s  %-31s  %-31s%s\n", "", "out-of-place", "in-place", o->host_time ? "  host time per call" : "");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size", "count", "type", "redop",
          "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+  if (o->host_time) printf("  %7s  %7s", "oop", "ip");
+  printf("\n# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)", "(elements)", "", "", "",
          "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  if (o->host_time) printf("  %7s  %7s", "(us)", "(us)");
+  printf("\n");
   fflush(stdout);
 }
 
@@ -48,6 +54,13 @@ void perf_report_row(const struct perf_row *row) {
     printf("  %7s  %6.2f  %6.2f", t, r->algbw, r->busbw);
     if (r->wrong < 0) printf("  %6s", "N/A");
     else printf("  %6lld", (long long)r->wrong);
+  }
+  for (int m = 0; row->host_time && m < 2; m++) {
+    const struct perf_result *r = &row->res[m];
+    char t[32];
+    if (r->valid && r->host_us >= 0) format_time(t, sizeof(t), r->host_us);
+    else snprintf(t, sizeof(t), "%7s", "N/A");
+    printf("  %7s", t);
   }
   printf("\n");
   fflush(stdout);

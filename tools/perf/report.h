@@ -13,6 +13,7 @@ struct perf_result {
   double time_us;  /* average per call, slowest rank */
   double algbw, busbw;
   int64_t wrong;   /* -1: not checked */
+  double host_us;  /* --host-time: average time for one call to return, slowest rank; < 0: not measured */
 };
 
 struct perf_row {
@@ -20,9 +21,13 @@ struct perf_row {
   const char *type, *op;
   int root;
   struct perf_result res[2]; /* out-of-place, in-place */
+  int host_time;              /* print the host-time columns */
 };
 
-void perf_report_header(const struct perf_options *o, int nranks, const struct perf_rank_info *ranks);
+/* `library`: what the measured calls went to, for the header (e.g. "HetCCL
+ * over NCCL 2.28.9 (/path)", "NCCL 2.28.9 (/path), called directly"). */
+void perf_report_header(const struct perf_options *o, int nranks, const struct perf_rank_info *ranks,
+                        const char *library);
 void perf_report_row(const struct perf_row *row);
 void perf_report_footer(uint64_t wrong_total, double busbw_sum, int busbw_count);
 

@@ -12,10 +12,13 @@
 #include "hetccl.h"
 #include "world.h"
 
+#define PERF_BLOB_BYTES 128 /* an ncclUniqueId */
+
 struct perf_slot {
   double d;
   uint64_t u;
   struct perf_rank_info info;
+  unsigned char blob[PERF_BLOB_BYTES]; /* perf_world_bcast */
 };
 
 struct perf_shared {

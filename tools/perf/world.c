@@ -60,11 +60,52 @@ static int library_failed(struct perf_world *w, const char *what, hetcclResult_t
   return PERF_EXIT_LIBRARY;
 }
 
+/* The agreements under a launcher are the library's own collectives. */
+enum { AGREE_BARRIER, AGREE_MAX_F64, AGREE_SUM_U64, AGREE_GATHER, AGREE_BCAST };
+
+static hetcclResult_t agree_call(struct perf_world *w, int kind, const void *in, void *out, size_t bytes, int root) {
+  switch (kind) {
+    case AGREE_BARRIER: return hetcclAllReduce(in, out, 1, hetcclInt32, hetcclSum, w->comm, w->stream);
+    case AGREE_MAX_F64: return hetcclAllReduce(in, out, 1, hetcclFloat64, hetcclMax, w->comm, w->stream);
+    case AGREE_SUM_U64: return hetcclAllReduce(in, out, 1, hetcclUint64, hetcclSum, w->comm, w->stream);
+    case AGREE_GATHER: return hetcclAllGather(in, out, bytes, hetcclUint8, w->comm, w->stream);
+    default: return hetcclBroadcast(in, out, bytes, hetcclUint8, root, w->comm, w->stream);
+  }
+}
+
+/* One agreement through the communicator: in (in_bytes) -> out (out_bytes).
+ * On a GPU communicator both go through device scratch memory, and the
+ * rank's stream is synchronized before the result is read. */
+static int agree(struct perf_world *w, int kind, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                 size_t count, int root, const char *what) {
+  if (!w->scratch) {
+    hetcclResult_t rc = agree_call(w, kind, in, out, count, root);
+    return rc == hetcclSuccess ? 0 : library_failed(w, what, rc);
+  }
+  /* Output first, input after it (aligned), so both fit what
+   * perf_world_scratch_bytes promised. */
+  size_t in_at = (out_bytes + 255) & ~(size_t)255;
+  if (in_at + in_bytes > w->scratch_bytes) {
+    fprintf(stderr, "hetccl-perf: rank %d: %s: %zu bytes do not fit the scratch buffer\n", w->rank, what,
+            in_at + in_bytes);
+    return PERF_EXIT_LIBRARY;
+  }
+  unsigned char *dout = w->scratch, *din = dout + in_at;
+  hetcclResult_t rc = w->dev->copy(din, in, in_bytes);
+  if (rc == hetcclSuccess) rc = agree_call(w, kind, din, dout, count, root);
+  if (rc == hetcclSuccess) rc = w->dev->stream_synchronize(w->stream);
+  if (rc == hetcclSuccess) rc = w->dev->copy(out, dout, out_bytes);
+  return rc == hetcclSuccess ? 0 : library_failed(w, what, rc);
+}
+
+size_t perf_world_scratch_bytes(int nranks) {
+  return (((size_t)nranks + 1) * sizeof(struct perf_rank_info) + 255) / 256 * 256 + 1024;
+}
+
 int perf_world_barrier(struct perf_world *w) {
   if (w->shared) return perf_shared_barrier(w->shared);
   int32_t one = 1, sum = 0;
-  hetcclResult_t rc = hetcclAllReduce(&one, &sum, 1, hetcclInt32, hetcclSum, w->comm, NULL);
-  return rc == hetcclSuccess ? 0 : library_failed(w, "barrier (AllReduce)", rc);
+  return agree(w, AGREE_BARRIER, &one, sizeof one, &sum, sizeof sum, 1, 0, "barrier (AllReduce)");
 }
 
 /* Shared-memory agreements: write my slot, wait for all, read all, and wait
@@ -72,10 +113,9 @@ int perf_world_barrier(struct perf_world *w) {
 int perf_world_max(struct perf_world *w, double *v) {
   if (!w->shared) {
     double out = 0;
-    hetcclResult_t rc = hetcclAllReduce(v, &out, 1, hetcclFloat64, hetcclMax, w->comm, NULL);
-    if (rc != hetcclSuccess) return library_failed(w, "time agreement (AllReduce max)", rc);
-    *v = out;
-    return 0;
+    int st = agree(w, AGREE_MAX_F64, v, sizeof *v, &out, sizeof out, 1, 0, "time agreement (AllReduce max)");
+    if (!st) *v = out;
+    return st;
   }
   struct perf_shared *s = w->shared;
   s->slots[w->rank].d = *v;
@@ -91,10 +131,9 @@ int perf_world_max(struct perf_world *w, double *v) {
 int perf_world_sum(struct perf_world *w, uint64_t *v) {
   if (!w->shared) {
     uint64_t out = 0;
-    hetcclResult_t rc = hetcclAllReduce(v, &out, 1, hetcclUint64, hetcclSum, w->comm, NULL);
-    if (rc != hetcclSuccess) return library_failed(w, "wrong-count agreement (AllReduce sum)", rc);
-    *v = out;
-    return 0;
+    int st = agree(w, AGREE_SUM_U64, v, sizeof *v, &out, sizeof out, 1, 0, "wrong-count agreement (AllReduce sum)");
+    if (!st) *v = out;
+    return st;
   }
   struct perf_shared *s = w->shared;
   s->slots[w->rank].u = *v;
@@ -107,14 +146,29 @@ int perf_world_sum(struct perf_world *w, uint64_t *v) {
 }
 
 int perf_world_gather_info(struct perf_world *w, const struct perf_rank_info *mine, struct perf_rank_info *all) {
-  if (!w->shared) {
-    hetcclResult_t rc = hetcclAllGather(mine, all, sizeof(*mine), hetcclUint8, w->comm, NULL);
-    return rc == hetcclSuccess ? 0 : library_failed(w, "rank table (AllGather)", rc);
-  }
+  if (!w->shared)
+    return agree(w, AGREE_GATHER, mine, sizeof *mine, all, (size_t)w->nranks * sizeof *mine, sizeof *mine, 0,
+                 "rank table (AllGather)");
   struct perf_shared *s = w->shared;
   s->slots[w->rank].info = *mine;
   int st = perf_shared_barrier(s);
   if (st) return st;
   for (int r = 0; r < w->nranks; r++) all[r] = s->slots[r].info;
+  return perf_shared_barrier(s);
+}
+
+int perf_world_bcast(struct perf_world *w, int root, void *buf, size_t bytes) {
+  if (bytes > PERF_BLOB_BYTES) return PERF_EXIT_LIBRARY;
+  if (!w->shared) {
+    unsigned char out[PERF_BLOB_BYTES];
+    int st = agree(w, AGREE_BCAST, buf, bytes, out, bytes, bytes, root, "broadcast");
+    if (!st) memcpy(buf, out, bytes);
+    return st;
+  }
+  struct perf_shared *s = w->shared;
+  if (w->rank == root) memcpy(s->slots[root].blob, buf, bytes);
+  int st = perf_shared_barrier(s);
+  if (st) return st;
+  memcpy(buf, s->slots[root].blob, bytes);
   return perf_shared_barrier(s);
 }

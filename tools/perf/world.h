@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "device/device.h"
 #include "hetccl.h"
 #include "options.h"
 
@@ -39,6 +40,16 @@ struct perf_world {
   int rank, nranks;
   hetcclComm_t comm;
   struct perf_shared *shared; /* forked ranks; NULL under a launcher */
+  /* -G cuda: this rank's GPU (its current device), the device ops, and the
+   * stream every measured call runs on. Host mode: -1, NULL, NULL. */
+  int device;
+  const struct hetccl_device_ops *dev;
+  hetcclStream_t stream;
+  /* Under a launcher on a GPU communicator: device memory that the
+   * agreements (barrier, max, sum, gather, bcast) stage through, since the
+   * library's collectives then take device buffers. NULL otherwise. */
+  void *scratch;
+  size_t scratch_bytes;
 };
 
 /* Each returns 0, or an exit status (PERF_EXIT_*) after saying why. */
@@ -47,6 +58,10 @@ int perf_world_max(struct perf_world *w, double *v);
 int perf_world_sum(struct perf_world *w, uint64_t *v);
 /* Every rank's record into all[nranks] (on every rank). */
 int perf_world_gather_info(struct perf_world *w, const struct perf_rank_info *mine, struct perf_rank_info *all);
+/* root's buf[0..bytes) into every rank's buf; bytes <= PERF_BLOB_BYTES (128). */
+int perf_world_bcast(struct perf_world *w, int root, void *buf, size_t bytes);
+/* Device memory the agreements need under a launcher on a GPU communicator. */
+size_t perf_world_scratch_bytes(int nranks);
 
 /* What every rank runs once its communicator exists; returns an exit status. */
 typedef int (*perf_rank_fn)(struct perf_world *w, const struct perf_options *o);

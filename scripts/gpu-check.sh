@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The GPU check, run on an NVIDIA machine from the repository root:
+#   1. builds what it needs into build-gpu (-DHETCCL_GPU_TESTS=ON, sm_90 only
+#      by default so that nvcc stays quick);
+#   2. hetccl-info;
+#   3. the GPU test programs: test_cuda_device, test_nccl_vendor,
+#      test_gpu_collectives (tests/gpu/README.md);
+#   4. pass-through parity: hetccl-perf for allreduce, allgather,
+#      reducescatter, broadcast and sendrecv on NGPUS forked ranks with device
+#      buffers, HetCCL and then NCCL called directly (--lib nccl, the same
+#      libnccl), 8 B to MAXBYTES, with the host time of one call; then a short
+#      table: collective, size, busbw of each, their ratio, time, host time.
+#
+# usage: bash scripts/gpu-check.sh [ngpus]        (default: every GPU)
+# Settings (environment): MAXBYTES (4G; 1G when time is short), SPLIT (256M:
+# sizes above it run ITERS_LARGE/WARMUP_LARGE iterations), ITERS (20),
+# WARMUP (5), ITERS_LARGE (10), WARMUP_LARGE (2), CHECK_MAX (256M: sizes up
+# to this are checked element by element), CUDA_ARCHS (90), BUILD (build-gpu),
+# EXTRA_CFLAGS (-Wno-error=maybe-uninitialized), SKIP_BUILD (1: reuse BUILD),
+# SKIP_TESTS (1: parity only), COLLS (the collectives of the parity runs).
+# Logs go to $OUT when it is set (at most 8 files), else to $BUILD/logs:
+# build.log info.log test_cuda_device.log test_nccl_vendor.log
+# test_gpu_collectives.log perf.log summary.txt.
+# Exit status: 0 when everything built, passed and checked right; 1 otherwise.
+set -u
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo" || exit 1
+BUILD=${BUILD:-build-gpu}
+MAXBYTES=${MAXBYTES:-4G}
+SPLIT=${SPLIT:-256M}
+ITERS=${ITERS:-20}
+WARMUP=${WARMUP:-5}
+ITERS_LARGE=${ITERS_LARGE:-10}
+WARMUP_LARGE=${WARMUP_LARGE:-2}
+CHECK_MAX=${CHECK_MAX:-256M}
+CUDA_ARCHS=${CUDA_ARCHS:-90}
+EXTRA_CFLAGS=${EXTRA_CFLAGS:--Wno-error=maybe-uninitialized}
+COLLS=${COLLS:-allreduce allgather reducescatter broadcast sendrecv}
+LOGS=${OUT:-$BUILD/logs}
+mkdir -p "$LOGS"
+summary="$LOGS/summary.txt"
+: >"$summary"
+failures=0
+start=$(date +%s)
+
+say() { echo "$*" | tee -a "$summary"; }
+fail() { failures=$((failures + 1)); say "FAIL: $*"; }
+elapsed() { echo "$(($(date +%s) - start)) s"; }
+
+to_bytes() {
+  local v=$1 n=${1%[KkMmGg]}
+  case "$v" in
+    *[Kk]) echo $((n << 10)) ;;
+    *[Mm]) echo $((n << 20)) ;;
+    *[Gg]) echo $((n << 30)) ;;
+    *) echo "$v" ;;
+  esac
+}
+
+export NCCL_NVLS_ENABLE=0
+torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
+if [ -z "${HETCCL_NCCL_LIBRARY:-}" ] && [ -f "$torch_nccl" ]; then export HETCCL_NCCL_LIBRARY=$torch_nccl; fi
+
+say "# gpu-check $(date -u +%FT%TZ) on $(hostname)"
+say "# NCCL_NVLS_ENABLE=0 HETCCL_NCCL_LIBRARY=${HETCCL_NCCL_LIBRARY:-(default search)}"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L 2>&1 | sed 's/^/# /' | tee -a "$summary"
+fi
+
+# ---- 1. Build ----
+bin="$BUILD/bin"
+targets="hetccl hetccl-perf hetccl-info test_cuda_device test_nccl_vendor test_gpu_collectives"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  # shellcheck disable=SC2086
+  {
+    cmake -S . -B "$BUILD" -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS="$CUDA_ARCHS" -DCMAKE_C_FLAGS="$EXTRA_CFLAGS" &&
+      cmake --build "$BUILD" -j16 --target $targets
+  } >"$LOGS/build.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    fail "build (exit $rc); the end of $LOGS/build.log:"
+    tail -n 30 "$LOGS/build.log" | tee -a "$summary"
+    say "$failures failures"
+    exit 1
+  fi
+  say "build: ok ($(elapsed))"
+fi
+for t in hetccl-perf hetccl-info test_cuda_device test_nccl_vendor test_gpu_collectives; do
+  [ -x "$bin/$t" ] || fail "$bin/$t was not built"
+done
+
+# ---- 2. What this node offers ----
+timeout -k 5 60 "$bin/hetccl-info" >"$LOGS/info.log" 2>&1 || fail "hetccl-info (exit $?)"
+# The cuda kind, NCCL, and the kernels built in (one line each).
+awk '/^[A-Z]/ { section = $0 }
+     section == "Device kinds" && $1 == "cuda" { sub(/^ +/, ""); print "# device kind: " $0 }
+     section == "Vendor libraries" && $1 == "NCCL" { sub(/^ +/, ""); print "# vendor: " $0 }
+     section == "Kernels" && $1 == "cuda" { sub(/^ +/, ""); print "# kernels: " $0 }' "$LOGS/info.log" |
+  tee -a "$summary"
+
+ngpus=${1:-}
+if [ -z "$ngpus" ]; then
+  ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  [ "$ngpus" -gt 0 ] 2>/dev/null ||
+    ngpus=$(sed -n 's/^  cuda  *\([0-9][0-9]*\) device.*/\1/p' "$LOGS/info.log")
+fi
+if ! [ "${ngpus:-0}" -gt 0 ] 2>/dev/null; then
+  fail "no GPU found (give the count as the first argument)"
+  say "$failures failures"
+  exit 1
+fi
+say "# ranks: $ngpus (one per GPU)"
+
+# ---- 3. GPU test programs ----
+# run_test <name> <timeout s> <args...>: its log, and its "N passed, M failed" line in the summary.
+run_test() {
+  local name=$1 limit=$2
+  shift 2
+  timeout -k 10 "$limit" "$bin/$name" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  local tally
+  tally=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/$name.log" | tail -n 1)
+  if [ $rc -ne 0 ]; then
+    fail "$name (exit $rc${tally:+, $tally}); first failures:"
+    grep -m 10 'FAIL' "$LOGS/$name.log" | cut -c1-300 | tee -a "$summary"
+  else
+    say "$name: ${tally:-no tally line} ($(elapsed))"
+  fi
+}
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  run_test test_cuda_device 180
+  run_test test_nccl_vendor 180 "$ngpus"
+  run_test test_gpu_collectives 360 --ranks "$ngpus"
+  grep -E '^(matrix|alltoall|refus)' "$LOGS/test_gpu_collectives.log" | sed 's/^/#   /' | tee -a "$summary"
+fi
+
+# ---- 4. Pass-through parity ----
+perf_log="$LOGS/perf.log"
+: >"$perf_log"
+max_b=$(to_bytes "$MAXBYTES")
+split_b=$(to_bytes "$SPLIT")
+rows="$BUILD/parity-rows.txt"
+: >"$rows"
+# perf_pass <lib> <coll> <min> <max> <iters> <warmup>: appends the table to
+# perf.log and "lib coll size time busbw host" rows to $rows.
+perf_pass() {
+  local lib=$1 coll=$2 lo=$3 hi=$4 iters=$5 warmup=$6 out="$BUILD/perf-last.txt"
+  timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N "$ngpus" -G cuda --lib "$lib" -b "$lo" -e "$hi" -f 2 \
+    -n "$iters" -w "$warmup" --check-max "$CHECK_MAX" --host-time -T 280 >"$out" 2>&1
+  local rc=$?
+  { echo "### hetccl-perf $coll --lib $lib -b $lo -e $hi -n $iters -w $warmup: exit $rc"; cat "$out"; } >>"$perf_log"
+  if [ $rc -ne 0 ]; then
+    fail "hetccl-perf $coll --lib $lib -b $lo -e $hi: exit $rc"
+    grep -v '^#' "$out" | grep -E 'hetccl-perf|FAIL|wrong' | head -n 5 | cut -c1-300 | tee -a "$summary"
+  fi
+  awk -v lib="$lib" -v coll="$coll" '$1 ~ /^[0-9]+$/ && NF == 15 { print lib, coll, $1, $6, $8, $14 }' "$out" >>"$rows"
+}
+for coll in $COLLS; do
+  for lib in hetccl nccl; do
+    if [ "$max_b" -le "$split_b" ]; then
+      perf_pass "$lib" "$coll" 8 "$max_b" "$ITERS" "$WARMUP"
+    else
+      # Sizes from 8 B double: the first above SPLIT starts the second pass.
+      next=8
+      while [ "$next" -le "$split_b" ]; do next=$((next * 2)); done
+      perf_pass "$lib" "$coll" 8 "$((next / 2))" "$ITERS" "$WARMUP"
+      perf_pass "$lib" "$coll" "$next" "$max_b" "$ITERS_LARGE" "$WARMUP_LARGE"
+    fi
+  done
+done
+grep -m 1 '^#  library: NCCL' "$perf_log" | sed 's/^#  library: /# reference: /' | tee -a "$summary"
+grep -m 1 '^#  library: HetCCL' "$perf_log" | sed 's/^#  library: /# measured: /' | tee -a "$summary"
+
+# The short table: a few sizes per collective, out-of-place columns.
+say ""
+say "pass-through parity, $ngpus ranks, out-of-place (busbw GB/s, time and host time per call us)"
+awk -v max="$max_b" -v collist="$COLLS" '
+  { key = $2 " " $3; seen[key] = 1; order[key] = $3
+    t[$1, key] = $4; bw[$1, key] = $5; host[$1, key] = $6 }
+  END {
+    printf "%-14s %11s %9s %9s %7s %10s %10s %7s %9s %9s\n", "collective", "size(B)", "hetccl", "nccl",
+           "ratio", "t_hetccl", "t_nccl", "t_ratio", "host_het", "host_nccl"
+    n = split(collist, colls, " ")
+    m = split("8 1024 65536 1048576 16777216 268435456", sizes, " ")
+    sizes[++m] = max
+    for (i = 1; i <= n; i++)
+      for (j = 1; j <= m; j++) {
+        if (j < m && sizes[j] + 0 >= max + 0) continue
+        # the row of the largest size not above the one wanted (sizes are rounded to the ranks)
+        best = ""
+        for (k in seen) { split(k, p, " "); if (p[1] == colls[i] && p[2] + 0 <= sizes[j] + 0 && (best == "" || p[2] + 0 > bp + 0)) { best = k; bp = p[2] } }
+        if (best == "" || !((("hetccl", best) in bw) && (("nccl", best) in bw))) continue
+        if (printed[best]++) continue
+        h = bw["hetccl", best]; c = bw["nccl", best]
+        ratio = (c + 0 > 0.005) ? sprintf("%.3f", h / c) : "-"
+        tr = (t["nccl", best] + 0 > 0) ? sprintf("%.3f", t["hetccl", best] / t["nccl", best]) : "-"
+        printf "%-14s %11s %9s %9s %7s %10s %10s %7s %9s %9s\n", colls[i], order[best], h, c, ratio,
+               t["hetccl", best], t["nccl", best], tr, host["hetccl", best], host["nccl", best]
+      }
+  }' "$rows" | tee -a "$summary"
+
+say ""
+say "total $(elapsed); logs in $LOGS"
+if [ $failures -ne 0 ]; then
+  say "$failures failures"
+  exit 1
+fi
+say "all passed"
+exit 0

@@ -1,0 +1,69 @@
+/*
+ * The NCCL face: libnccl.so.2 exporting NCCL 2.28's API over libhetccl.so.
+ * Shared by the face's sources only.
+ *
+ * Every entry point is defined as pnccl<Name> and exported; nccl<Name> is
+ * a weak alias of it (as in NCCL), so profilers can interpose the nccl name.
+ * Every entry point first asks whether its caller is a real NCCL (or this
+ * thread is inside one, called by HetCCL's NCCL vendor): NCCL calls some of
+ * its own exported functions through the dynamic linker, and with the face
+ * in the global scope those calls arrive here; they go back to that NCCL.
+ */
+#ifndef HETCCL_ABI_NCCL_FACE_H
+#define HETCCL_ABI_NCCL_FACE_H
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+#include "hetccl.h"
+#include "nccl/nccl.h"
+#include "api/face_exports.h"
+#include "vendor/nccl/nccl_real.h"
+
+#define FACE_API __attribute__((visibility("default")))
+
+/* nccl<name> as a weak alias of pnccl<name> (defined in the same file). */
+#define FACE_ALIAS(name) \
+  extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));
+
+/* The entry point `name` of the NCCL library `handle` (NULL when it lacks it). */
+static inline void *face_nccl_symbol(void *handle, const char *name) { return dlsym(handle, name); }
+
+/* Records that the calling NCCL lacks `name`; returns ncclInternalError. */
+ncclResult_t face_missing(const char *name);
+
+/*
+ * Forwards the call to the real NCCL when it comes from one; `fail` is
+ * returned when that NCCL lacks the entry point. Must be used directly in
+ * the exported function (it reads that function's return address).
+ */
+#define FACE_FROM_NCCL(name, fail, ...)                                                  \
+  do {                                                                                   \
+    void *face_nccl_ = hetcclInternalNcclReal(__builtin_return_address(0));              \
+    if (__builtin_expect(face_nccl_ != NULL, 0)) {                                       \
+      __typeof__(&p##name) face_fn_ = (__typeof__(&p##name))face_nccl_symbol(face_nccl_, #name); \
+      if (!face_fn_) return (fail);                                                      \
+      return face_fn_(__VA_ARGS__);                                                      \
+    }                                                                                    \
+  } while (0)
+
+/* The common case: an ncclResult_t entry point. */
+#define FACE_GUARD(name, ...) FACE_FROM_NCCL(name, face_missing(#name), __VA_ARGS__)
+
+/* HetCCL's codes equal NCCL's (hetcclTimeout = 8 passes through as 8). */
+static inline ncclResult_t face_result(hetcclResult_t r) { return (ncclResult_t)r; }
+
+/* A refusal: ncclInvalidUsage with "fn: why" for ncclGetLastError. */
+ncclResult_t face_refuse(const char *fn, const char *why);
+/* An invalid argument found by the face itself. */
+ncclResult_t face_invalid(const char *fn, const char *what);
+
+/*
+ * A caller's ncclConfig_t (NULL allowed), read by its own `size`: whole
+ * fields up to `size` are copied into a complete HetCCL config, fields the
+ * caller's header did not have keep their defaults, fields past ours
+ * (a newer header) are ignored. *use is NULL for a NULL config, else `out`.
+ */
+ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t *out, hetcclConfig_t **use);
+
+#endif

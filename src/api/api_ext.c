@@ -1,0 +1,106 @@
+/*
+ * NCCL 2.28 entry points added for the NCCL face: scalable init, shrink,
+ * simulated group end; and the one internal export the face needs to
+ * record its own error messages.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "api/check.h"
+#include "api/face_exports.h"
+#include "core/group.h"
+#include "core/lifecycle.h"
+#include "core/shrink.h"
+#include "util/error.h"
+
+/* A caller's config, read by its own size (as hetcclCommInitRankConfig
+ * does); `inherit` is the mode a NULL config gets. */
+static hetcclResult_t ext_read_config(const char *fn, const hetcclConfig_t *config, int inherit, int *nonblocking) {
+  *nonblocking = inherit;
+  if (!config) return hetcclSuccess;
+  if (config->size < offsetof(hetcclConfig_t, blocking) + sizeof(int))
+    return hetccl_error(hetcclInvalidArgument, "%s: config size %zu is too small (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->size);
+  if (config->magic != HETCCL_CONFIG_MAGIC)
+    return hetccl_error(hetcclInvalidArgument, "%s: config magic 0x%x is wrong (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->magic);
+  if (config->blocking != HETCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return hetccl_error(hetcclInvalidArgument, "%s: config blocking must be 0 or 1, not %d", fn, config->blocking);
+  *nonblocking = config->blocking == 0;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int nranks, int myrank, int nId,
+                                                     hetcclUniqueId *commIds, hetcclConfig_t *config) {
+  const char *fn = "hetcclCommInitRankScalable";
+  int nonblocking;
+  if (!newcomm) return hetccl_error(hetcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = NULL;
+  if (nranks < 1) return hetccl_error(hetcclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
+  HETCCL_TRY(hetccl_check_rank(fn, "myrank", myrank, nranks));
+  if (nId < 1 || nId > nranks)
+    return hetccl_error(hetcclInvalidArgument, "%s: nId %d must be in [1, nranks=%d]", fn, nId, nranks);
+  if (!commIds) return hetccl_error(hetcclInvalidArgument, "%s: commIds is NULL", fn);
+  HETCCL_TRY(ext_read_config(fn, config, 0, &nonblocking));
+  /* One rendezvous is enough for HetCCL: the first id's root serves all. */
+  return hetccl_comm_start(newcomm, nranks, &commIds[0], myrank, nonblocking);
+}
+
+HETCCL_API hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                           hetcclComm_t *newcomm, hetcclConfig_t *config, int shrinkFlags) {
+  const char *fn = "hetcclCommShrink";
+  hetcclResult_t rc = hetcclSuccess;
+  int nonblocking;
+  unsigned char *excluded = NULL;
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  if (!newcomm) return hetccl_error(hetcclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = NULL;
+  if (excludeRanksCount < 0)
+    return hetccl_error(hetcclInvalidArgument, "%s: excludeRanksCount %d is negative", fn, excludeRanksCount);
+  if (excludeRanksCount > 0 && !excludeRanksList)
+    return hetccl_error(hetcclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount %d", fn,
+                        excludeRanksCount);
+  if (shrinkFlags != HETCCL_SHRINK_DEFAULT && shrinkFlags != HETCCL_SHRINK_ABORT)
+    return hetccl_error(hetcclInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, (unsigned)shrinkFlags);
+  HETCCL_TRY(ext_read_config(fn, config, comm->nonblocking, &nonblocking));
+  if (hetccl_comm_wait_init(comm) != hetcclSuccess)
+    return hetccl_error(hetcclInvalidUsage, "%s: parent communicator is not initialised", fn);
+  excluded = calloc((size_t)comm->nranks, 1);
+  if (!excluded) return hetccl_error(hetcclSystemError, "%s: out of memory", fn);
+  for (int i = 0; i < excludeRanksCount; i++) {
+    int r = excludeRanksList[i];
+    HETCCL_CHECK(hetccl_check_rank(fn, "excluded rank", r, comm->nranks));
+    excluded[r] = 1;
+  }
+  if (excluded[comm->rank]) {
+    rc = hetccl_error(hetcclInvalidArgument, "%s: rank %d is in excludeRanksList; excluded ranks must not call it", fn,
+                      comm->rank);
+    goto fail;
+  }
+  rc = hetccl_comm_shrink(comm, excluded, newcomm, nonblocking);
+fail:
+  free(excluded);
+  return rc;
+}
+
+HETCCL_API hetcclResult_t hetcclGroupSimulateEnd(float *estimatedTime) {
+  if (estimatedTime) *estimatedTime = -1.0f;
+  if (hetccl_group_depth() == 0)
+    return hetccl_error(hetcclInvalidUsage, "hetcclGroupSimulateEnd called without a matching hetcclGroupStart");
+  if (hetccl_group_depth() > 1) {
+    /* Inner level: closing it runs nothing; the outer group keeps its operations. */
+    (void)hetccl_group_end();
+    return hetccl_error(hetcclInvalidUsage, "hetcclGroupSimulateEnd: HetCCL has no cost model (estimatedTime -1)");
+  }
+  /* Outermost level: a failure noted inside the group makes hetccl_group_end
+   * drop the recorded operations (inits still run) - the simulation's
+   * "nothing is launched". */
+  hetccl_group_note(hetcclInvalidUsage);
+  (void)hetccl_group_end();
+  return hetccl_error(hetcclInvalidUsage, "hetcclGroupSimulateEnd: HetCCL has no cost model; estimatedTime is -1 and "
+                                          "the group's operations were not run");
+}
+
+HETCCL_API hetcclResult_t hetcclInternalRecordError(hetcclResult_t code, const char *message) {
+  return hetccl_error(code, "%s", message ? message : "(no message)");
+}

@@ -1,0 +1,135 @@
+/*
+ * Buffer registration and communication memory (NCCL's ncclCommRegister,
+ * ncclMemAlloc). Registration is a hint: HetCCL's engine reads any host
+ * buffer and NCCL (cuda domains) registers on its own, so a handle only
+ * records the range, to be validated at deregistration. Allocations
+ * remember the device kind that made them, so MemFree returns each to the
+ * right runtime.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "api/check.h"
+#include "device/device.h"
+#include "util/error.h"
+#include "util/params.h"
+
+struct registration {
+  struct registration *next;
+  hetcclComm_t comm;
+  void *buff;
+  size_t size;
+};
+
+struct allocation {
+  struct allocation *next;
+  void *ptr;
+  int kind;
+  int device;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct registration *g_regs;
+static struct allocation *g_allocs;
+
+HETCCL_API hetcclResult_t hetcclCommRegister(const hetcclComm_t comm, void *buff, size_t size, void **handle) {
+  const char *fn = "hetcclCommRegister";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  if (!handle) return hetccl_error(hetcclInvalidArgument, "%s: handle is NULL", fn);
+  *handle = NULL;
+  if (!buff && size > 0) return hetccl_error(hetcclInvalidArgument, "%s: buff is NULL with size %zu", fn, size);
+  struct registration *r = malloc(sizeof *r);
+  if (!r) return hetccl_error(hetcclSystemError, "%s: out of memory", fn);
+  *r = (struct registration){.comm = comm, .buff = buff, .size = size};
+  pthread_mutex_lock(&g_lock);
+  r->next = g_regs;
+  g_regs = r;
+  pthread_mutex_unlock(&g_lock);
+  *handle = r;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclCommDeregister(const hetcclComm_t comm, void *handle) {
+  const char *fn = "hetcclCommDeregister";
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
+  if (!handle) return hetcclSuccess; /* as NCCL: nothing to deregister */
+  struct registration *found = NULL;
+  int other_comm = 0;
+  pthread_mutex_lock(&g_lock);
+  for (struct registration **p = &g_regs; *p; p = &(*p)->next) {
+    if (*p != handle) continue;
+    if ((*p)->comm != comm) {
+      other_comm = 1;
+      break;
+    }
+    found = *p;
+    *p = found->next;
+    break;
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (other_comm) return hetccl_error(hetcclInvalidArgument, "%s: handle %p was registered with another communicator", fn, handle);
+  if (!found) return hetccl_error(hetcclInvalidArgument, "%s: handle %p is not a live registration", fn, handle);
+  free(found);
+  return hetcclSuccess;
+}
+
+/* The device kind communicators of this process get (as at init):
+ * HETCCL_DEVICE, else cuda where a CUDA device is usable, else host. */
+static hetcclResult_t alloc_kind(const struct hetccl_device_ops **out) {
+  const char *want = hetccl_params()->device_kind;
+  int kind = HETCCL_DEVICE_HOST;
+  if (want && want[0]) {
+    kind = hetccl_device_parse(want);
+    if (kind < 0) return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of host, cuda, hip", want);
+  } else {
+    const struct hetccl_device_ops *cuda = hetccl_device_get(HETCCL_DEVICE_CUDA);
+    if (cuda && cuda->available() && cuda->count() > 0) kind = HETCCL_DEVICE_CUDA;
+  }
+  const struct hetccl_device_ops *ops = hetccl_device_get(kind);
+  if (!ops || !ops->available())
+    return hetccl_error(hetcclInvalidUsage, "hetcclMemAlloc: device kind '%s' is not available here",
+                        want && want[0] ? want : "auto");
+  *out = ops;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclMemAlloc(void **ptr, size_t size) {
+  const char *fn = "hetcclMemAlloc";
+  const struct hetccl_device_ops *ops = NULL;
+  if (!ptr) return hetccl_error(hetcclInvalidArgument, "%s: ptr is NULL", fn);
+  *ptr = NULL;
+  if (size == 0) return hetccl_error(hetcclInvalidArgument, "%s: size is 0", fn);
+  HETCCL_TRY(alloc_kind(&ops));
+  struct allocation *a = malloc(sizeof *a);
+  if (!a) return hetccl_error(hetcclSystemError, "%s: out of memory", fn);
+  a->kind = ops->kind;
+  a->device = ops->current();
+  hetcclResult_t rc = ops->mem_alloc(a->device, size, &a->ptr);
+  if (rc != hetcclSuccess) {
+    free(a);
+    return rc;
+  }
+  pthread_mutex_lock(&g_lock);
+  a->next = g_allocs;
+  g_allocs = a;
+  pthread_mutex_unlock(&g_lock);
+  *ptr = a->ptr;
+  return hetcclSuccess;
+}
+
+HETCCL_API hetcclResult_t hetcclMemFree(void *ptr) {
+  if (!ptr) return hetcclSuccess;
+  struct allocation *found = NULL;
+  pthread_mutex_lock(&g_lock);
+  for (struct allocation **p = &g_allocs; *p; p = &(*p)->next)
+    if ((*p)->ptr == ptr) {
+      found = *p;
+      *p = found->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_lock);
+  if (!found) return hetccl_error(hetcclInvalidArgument, "hetcclMemFree: %p was not allocated by hetcclMemAlloc", ptr);
+  hetcclResult_t rc = hetccl_device_get(found->kind)->mem_free(found->device, ptr);
+  free(found);
+  return rc;
+}

@@ -1,0 +1,826 @@
+/*
+ * HetCCL on cuda ranks through the public API, with device buffers: every
+ * collective x every data type x every op (sum, prod, max, min, avg,
+ * premulsum) x counts {0, 1, 7, 1023, 2^20+3} x in-place and out-of-place,
+ * on N forked ranks (one GPU each; N = the number of GPUs). Inputs are made
+ * and results checked on the host by the test harness (tests/harness: its
+ * own codecs and references, no library code): each buffer is prepared in
+ * a host mirror with guard bytes on both sides, copied to the device, the
+ * call runs on the rank's stream, the stream is synchronized and the whole
+ * buffer (guards included) is copied back and checked element by element.
+ *
+ * Jobs (each its own forked ranks, so that a crash in one does not hide the
+ * results of the others):
+ *   matrix        everything but in-place AlltoAll(v), plus an AllReduce on
+ *                 the legacy default stream (stream NULL) per type and
+ *                 count. Reduce/ReduceScatter with avg or premulsum on the
+ *                 fp8 types, which NCCL cannot do, must be right or refused
+ *                 with hetcclInvalidArgument naming fp8; refusals are
+ *                 counted and printed, and once a combination (type, op,
+ *                 collective, layout) is refused its larger counts are
+ *                 skipped (each refusal costs a new communicator, below;
+ *                 the refusal does not depend on the count). A failed operation leaves the
+ *                 communicator in an error state (src/core), so after any
+ *                 case that leaves one on any rank, all ranks make a new
+ *                 communicator: one failure costs one case, not the rest.
+ *   alltoall-in-place   in-place AlltoAll and AlltoAllv
+ *   refusal       GPU ranks in two domains (HETCCL_DOMAIN d0/d1), and a GPU
+ *                 rank with a host rank: hetcclCommInitRank must return
+ *                 hetcclInvalidUsage on every rank, with a message about
+ *                 domains (two ranks; they may share GPU 0, NCCL is never
+ *                 reached)
+ *
+ * usage: test_gpu_collectives [--ranks N] [--counts 0,1,7] [--colls a,b]
+ *                             [--types t,u] [--ops o,p] [--timeout S] [-v]
+ * Prints "N passed, M failed"; exit status 1 on any failure.
+ */
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "device/device.h"
+#include "ht.h"
+
+enum { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTOALL, C_ALLTOALLV, C_GATHER,
+       C_SCATTER, C_SENDRECV, NCOLLS };
+static const char *g_coll_names[NCOLLS] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
+                                           "alltoall",  "alltoallv", "gather",  "scatter",   "sendrecv"};
+
+enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE };
+
+#define MAX_COUNTS 16
+struct opts {
+  size_t counts[MAX_COUNTS];
+  int ncounts;
+  unsigned coll_mask, type_mask, op_mask;
+  int timeout_s, verbose, ngpus;
+  int job; /* JOB_* of the job being run */
+};
+
+static const struct hetccl_device_ops *D;
+
+static int is_fp8(hetcclDataType_t t) { return t == hetcclFloat8e4m3 || t == hetcclFloat8e5m2; }
+static int fp8_premul(int coll, hetcclDataType_t t, int op) {
+  return is_fp8(t) && (op == HT_OP_AVG || op == HT_OP_PREMUL) && (coll == C_REDUCE || coll == C_REDUCESCATTER);
+}
+
+/* ---- Device buffers with host mirrors and guards ---- */
+
+#define GUARD 64
+#define NSLOTS 6
+static struct {
+  unsigned char *host, *dev;
+  size_t cap;
+} g_pool[NSLOTS];
+
+struct dbuf {
+  unsigned char *host, *dev; /* base (the leading guard) */
+  size_t bytes;
+  uint64_t seed;
+};
+
+/* One case under way: the first problem found is what gets reported. */
+struct mcase {
+  ht_ctx *ctx;
+  hetcclComm_t comm;
+  hetcclStream_t stream;
+  int device, rank, n, coll, op, inplace, root;
+  int legacy_stream; /* this case runs on stream NULL */
+  hetcclDataType_t t;
+  size_t count, es;
+  struct dbuf b[NSLOTS];
+  char problem[512];
+};
+
+static void note(struct mcase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct mcase *c, const char *fmt, ...) {
+  if (c->problem[0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->problem, sizeof c->problem, fmt, ap);
+  va_end(ap);
+}
+
+static int note_rc(struct mcase *c, const char *call, hetcclResult_t rc) {
+  if (rc != hetcclSuccess)
+    note(c, "%s returned %d (%s): %s", call, (int)rc, hetcclGetErrorString(rc), hetcclGetLastError(c->comm));
+  return rc == hetcclSuccess;
+}
+
+static void out_of_memory(const char *what, size_t bytes) {
+  fprintf(stderr, "out of %s memory (%zu bytes): %s\n", what, bytes, hetcclGetLastError(NULL));
+  exit(3);
+}
+
+/* Returns the host mirror of the contents; stale: fill it with a pattern
+ * (for buffers the library must overwrite and the caller does not fill). */
+static void *dbuf_alloc(struct mcase *c, int slot, size_t bytes, uint64_t seed, int stale) {
+  size_t need = bytes + 2 * GUARD;
+  if (g_pool[slot].cap < need) {
+    free(g_pool[slot].host);
+    if (g_pool[slot].dev) D->mem_free(c->device, g_pool[slot].dev);
+    g_pool[slot].host = malloc(need);
+    if (!g_pool[slot].host) out_of_memory("host", need);
+    if (D->mem_alloc(c->device, need, (void **)&g_pool[slot].dev) != hetcclSuccess) out_of_memory("device", need);
+    g_pool[slot].cap = need;
+  }
+  struct dbuf *b = &c->b[slot];
+  b->host = g_pool[slot].host;
+  b->dev = g_pool[slot].dev;
+  b->bytes = bytes;
+  b->seed = seed;
+  ht_fill_pattern(b->host, GUARD, seed);
+  ht_fill_pattern(b->host + GUARD + bytes, GUARD, seed + 1);
+  if (stale) ht_fill_pattern(b->host + GUARD, bytes, seed + 2);
+  return b->host + GUARD;
+}
+
+/* The device address of a host mirror address. */
+static void *dev_of(struct mcase *c, const void *host) {
+  const unsigned char *p = host;
+  for (int i = 0; i < NSLOTS; i++) {
+    struct dbuf *b = &c->b[i];
+    if (b->host && p >= b->host && p <= b->host + b->bytes + 2 * GUARD) return b->dev + (p - b->host);
+  }
+  fprintf(stderr, "test bug: %p is in no buffer\n", host);
+  exit(3);
+}
+
+/* Mirrors (guards included) to the device, before the call. */
+static int upload(struct mcase *c) {
+  for (int i = 0; i < NSLOTS; i++) {
+    struct dbuf *b = &c->b[i];
+    if (b->host && !note_rc(c, "copy to the device", D->copy(b->dev, b->host, b->bytes + 2 * GUARD))) return 0;
+  }
+  return 1;
+}
+
+/* After a successful call: wait for the stream, then everything back. */
+static int complete(struct mcase *c, hetcclStream_t stream) {
+  if (!note_rc(c, "stream synchronize", D->stream_synchronize(stream))) return 0;
+  for (int i = 0; i < NSLOTS; i++) {
+    struct dbuf *b = &c->b[i];
+    if (b->host && !note_rc(c, "copy from the device", D->copy(b->host, b->dev, b->bytes + 2 * GUARD))) return 0;
+  }
+  for (int i = 0; i < NSLOTS; i++) {
+    struct dbuf *b = &c->b[i];
+    if (b->host && (ht_check_pattern(b->host, GUARD, b->seed) || ht_check_pattern(b->host + GUARD + b->bytes, GUARD, b->seed + 1)))
+      note(c, "bytes around buffer %d were overwritten", i);
+  }
+  return 1;
+}
+
+static void note_verify(struct mcase *c, const char *what, const void *buf, size_t count, const struct ht_stream *s,
+                        uint64_t first) {
+  size_t bad_at = 0, bad = ht_verify(buf, count, s, first, &bad_at);
+  if (bad)
+    note(c, "%s: %zu of %zu elements wrong, first at %zu (got 0x%llx, want 0x%llx)", what, bad, count, bad_at,
+         (unsigned long long)ht_load_raw(buf, bad_at, c->t), (unsigned long long)ht_stream_at(s, first + bad_at, NULL));
+}
+
+static void begin_case(struct mcase *c, int coll, int op, int inplace) {
+  c->coll = coll;
+  c->op = op;
+  c->inplace = inplace;
+  c->root = (int)(c->ctx->next_case % (unsigned)c->n);
+  c->problem[0] = 0;
+  c->legacy_stream = 0;
+  memset(c->b, 0, sizeof c->b);
+}
+
+static int make_comm(struct mcase *c);
+static unsigned g_renewals;
+
+/* A new communicator when any rank's is in an error state (all ranks
+ * decide together, out of band). */
+static void renew_if_failed(struct mcase *c) {
+  hetcclResult_t ae = hetcclSuccess;
+  int bad = hetcclCommGetAsyncError(c->comm, &ae) != hetcclSuccess || ae != hetcclSuccess, all[HT_MAX_RANKS];
+  if (ht_oob_allgather(c->ctx, &bad, all, sizeof bad) != 0) exit(4);
+  int any = 0;
+  for (int r = 0; r < c->n; r++) any |= all[r];
+  if (!any) return;
+  hetcclCommAbort(c->comm);
+  c->comm = NULL;
+  g_renewals++;
+  if (make_comm(c)) exit(4);
+}
+
+static int end_case(struct mcase *c) {
+  int ok = ht_case(c->ctx, c->problem[0] == 0, "%s %s%s%s count=%zu %s root=%d%s: %s", g_coll_names[c->coll],
+                 ht_type_name(c->t), c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "", c->count,
+                 c->inplace ? "in-place" : "out-of-place", c->root, c->legacy_stream ? " stream NULL" : "",
+                 c->problem);
+  renew_if_failed(c);
+  return ok;
+}
+
+#define AT(p, i) ((void *)((unsigned char *)(p) + (size_t)(i) * c->es))
+
+/* ---- Reductions ---- */
+
+/* References for one (type, count), built on first use. */
+struct refs {
+  uint64_t seed;
+  int ready[2];
+  struct ht_redref ref[2]; /* whole, this rank's slice */
+};
+
+static const struct ht_redref *get_ref(struct mcase *c, struct refs *r, int slice) {
+  if (!r->ready[slice]) {
+    uint64_t first = slice ? (uint64_t)c->rank * c->count : 0;
+    if (ht_redref_build(&r->ref[slice], c->t, c->n, r->seed, first, c->count) != 0) out_of_memory("host", c->count);
+    r->ready[slice] = 1;
+  }
+  return &r->ref[slice];
+}
+
+static void refs_free(struct refs *r) {
+  for (int i = 0; i < 2; i++)
+    if (r->ready[i]) ht_redref_free(&r->ref[i]);
+  r->ready[0] = r->ready[1] = 0;
+}
+
+/* Returns 1 when the call was refused with hetcclInvalidArgument naming
+ * fp8 (allowed for fp8 avg/premulsum Reduce and ReduceScatter only). */
+static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct refs *refs, hetcclStream_t stream) {
+  begin_case(c, coll, op, inplace);
+  c->legacy_stream = stream == NULL;
+  unsigned caseno = c->ctx->next_case;
+  unsigned char scalar_raw[8];
+  struct ht_opspec spec = ht_opspec_make(op, c->t, caseno, scalar_raw);
+  hetcclRedOp_t hop = (hetcclRedOp_t)op;
+  int refused = 0;
+  if (op == HT_OP_PREMUL &&
+      !note_rc(c, "hetcclRedOpCreatePreMulSum",
+               hetcclRedOpCreatePreMulSum(&hop, scalar_raw, c->t, hetcclScalarHostImmediate, c->comm))) {
+    end_case(c);
+    return 0;
+  }
+  struct ht_stream in = ht_stream_make(refs->seed, c->rank, c->t, ht_op_dist(op));
+  size_t sendn = coll == C_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
+  int verifies = coll != C_REDUCE || c->rank == c->root;
+  const struct ht_redref *ref = verifies ? get_ref(c, refs, coll == C_REDUCESCATTER) : NULL;
+  uint64_t gseed = ht_seed(caseno, c->rank, 7, 7);
+  void *sendp = dbuf_alloc(c, 0, sendn * c->es, gseed, 0), *recvp;
+  ht_fill(sendp, sendn, &in, 0);
+  if (inplace) {
+    recvp = coll == C_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
+  } else {
+    recvp = dbuf_alloc(c, 1, c->count * c->es, gseed + 10, ref == NULL);
+    if (ref) ht_redref_fill_stale(ref, &spec, recvp);
+  }
+  if (upload(c)) {
+    const void *ds = dev_of(c, sendp);
+    void *dr = dev_of(c, recvp);
+    hetcclResult_t rc;
+    const char *call;
+    if (coll == C_ALLREDUCE) {
+      rc = hetcclAllReduce(ds, dr, c->count, c->t, hop, c->comm, stream);
+      call = "hetcclAllReduce";
+    } else if (coll == C_REDUCE) {
+      rc = hetcclReduce(ds, dr, c->count, c->t, hop, c->root, c->comm, stream);
+      call = "hetcclReduce";
+    } else {
+      rc = hetcclReduceScatter(ds, dr, c->count, c->t, hop, c->comm, stream);
+      call = "hetcclReduceScatter";
+    }
+    const char *msg = hetcclGetLastError(c->comm);
+    if (rc == hetcclInvalidArgument && fp8_premul(coll, c->t, op) && msg && strstr(msg, "fp8")) {
+      refused = 1;
+    } else if (note_rc(c, call, rc) && complete(c, stream)) {
+      if (ref) {
+        char m[256];
+        size_t bad = ht_redref_check(ref, &spec, recvp, m, sizeof m);
+        if (bad) note(c, "%zu of %zu elements wrong; %s", bad, c->count, m);
+      }
+      if (!inplace) note_verify(c, "send buffer changed", sendp, sendn, &in, 0);
+    }
+  }
+  if (op == HT_OP_PREMUL) note_rc(c, "hetcclRedOpDestroy", hetcclRedOpDestroy(hop, c->comm));
+  end_case(c);
+  return refused;
+}
+
+/* ---- Data movement ---- */
+
+static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_BROADCAST, -1, inplace);
+  struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
+  void *sendp = dbuf_alloc(c, 0, c->count * c->es, seed + 1, 1);
+  if (c->rank == c->root) ht_fill(sendp, c->count, &rs, 0);
+  void *recvp = inplace ? sendp : dbuf_alloc(c, 1, c->count * c->es, seed + 2, 1);
+  if (upload(c) &&
+      note_rc(c, "hetcclBroadcast",
+              hetcclBroadcast(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    note_verify(c, "received", recvp, c->count, &rs, 0);
+    if (!inplace && c->rank == c->root) note_verify(c, "send buffer changed", sendp, c->count, &rs, 0);
+  }
+  end_case(c);
+}
+
+static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_ALLGATHER, -1, inplace);
+  struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
+  void *recvp = dbuf_alloc(c, 0, (size_t)c->n * c->count * c->es, seed + 1, 1);
+  void *sendp = inplace ? AT(recvp, (size_t)c->rank * c->count) : dbuf_alloc(c, 1, c->count * c->es, seed + 2, 0);
+  ht_fill(sendp, c->count, &mine, 0);
+  if (upload(c) &&
+      note_rc(c, "hetcclAllGather",
+              hetcclAllGather(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    for (int r = 0; r < c->n; r++) {
+      struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
+      char what[64];
+      snprintf(what, sizeof what, "block from rank %d", r);
+      note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
+    }
+    if (!inplace) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+  }
+  end_case(c);
+}
+
+static void run_alltoall(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_ALLTOALL, -1, inplace);
+  size_t total = (size_t)c->n * c->count;
+  struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
+  void *sendp = dbuf_alloc(c, 0, total * c->es, seed + 1, 0);
+  ht_fill(sendp, total, &mine, 0);
+  void *recvp = inplace ? sendp : dbuf_alloc(c, 1, total * c->es, seed + 2, 1);
+  if (upload(c) &&
+      note_rc(c, "hetcclAlltoAll",
+              hetcclAlltoAll(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    for (int s = 0; s < c->n; s++) {
+      struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
+      char what[64];
+      snprintf(what, sizeof what, "block from rank %d", s);
+      note_verify(c, what, AT(recvp, (size_t)s * c->count), c->count, &st, (uint64_t)c->rank * c->count);
+    }
+    if (!inplace) note_verify(c, "send buffer changed", sendp, total, &mine, 0);
+  }
+  end_case(c);
+}
+
+/* Elements rank s sends to rank d: symmetric in (s, d), so the in-place
+ * layout is well defined; some pairs exchange nothing. */
+static size_t v_count(size_t count, int s, int d) {
+  if (count == 0 || (s + d) % 3 == 2) return 0;
+  return count + (size_t)((s * d) % 3);
+}
+#define V_STRIDE ((uint64_t)1 << 32)
+
+static void run_alltoallv(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_ALLTOALLV, -1, inplace);
+  int n = c->n, me = c->rank;
+  size_t scount[HT_MAX_RANKS], sdispl[HT_MAX_RANKS], rcount[HT_MAX_RANKS], rdispl[HT_MAX_RANKS];
+  size_t spos = 0, rpos = 0;
+  for (int d = 0; d < n; d++) { /* gaps between blocks must stay untouched */
+    scount[d] = v_count(c->count, me, d);
+    sdispl[d] = spos;
+    spos += scount[d] + 2;
+  }
+  for (int s = n - 1; s >= 0; s--) { /* received blocks in reverse rank order */
+    rcount[s] = v_count(c->count, s, me);
+    rdispl[s] = inplace ? sdispl[s] : rpos;
+    rpos += rcount[s] + 3;
+  }
+  if (inplace) rpos = spos;
+  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
+  void *sendp = dbuf_alloc(c, 0, spos * c->es, seed + 1, 1);
+  for (int d = 0; d < n; d++) ht_fill(AT(sendp, sdispl[d]), scount[d], &mine, (uint64_t)d * V_STRIDE);
+  void *recvp = inplace ? sendp : dbuf_alloc(c, 1, rpos * c->es, seed + 2, 1);
+  unsigned char *send_copy = malloc(spos * c->es + 1), *recv_copy = malloc(rpos * c->es + 1);
+  if (!send_copy || !recv_copy) out_of_memory("host", rpos * c->es);
+  memcpy(send_copy, sendp, spos * c->es);
+  memcpy(recv_copy, recvp, rpos * c->es);
+  if (upload(c) && note_rc(c, "hetcclAlltoAllv",
+                           hetcclAlltoAllv(dev_of(c, sendp), scount, sdispl, dev_of(c, recvp), rcount, rdispl, c->t,
+                                           c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    unsigned char *mark = calloc(rpos + 1, 1); /* elements a received block covers */
+    if (!mark) out_of_memory("host", rpos);
+    for (int s = 0; s < n; s++) {
+      struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
+      char what[64];
+      snprintf(what, sizeof what, "block from rank %d", s);
+      note_verify(c, what, AT(recvp, rdispl[s]), rcount[s], &st, (uint64_t)me * V_STRIDE);
+      memset(mark + rdispl[s], 1, rcount[s]);
+    }
+    for (size_t i = 0; i < rpos; i++)
+      if (!mark[i] && memcmp(AT(recvp, i), recv_copy + i * c->es, c->es) != 0) {
+        note(c, "element %zu between received blocks was overwritten", i);
+        break;
+      }
+    free(mark);
+    if (!inplace && memcmp(sendp, send_copy, spos * c->es) != 0) note(c, "send buffer changed");
+  }
+  free(send_copy);
+  free(recv_copy);
+  end_case(c);
+}
+
+static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_GATHER, -1, inplace);
+  int is_root = c->rank == c->root;
+  struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
+  void *recvp = dbuf_alloc(c, 0, (is_root ? (size_t)c->n : 1) * c->count * c->es, seed + 1, 1), *sendp;
+  if (inplace)
+    sendp = is_root ? AT(recvp, (size_t)c->root * c->count) : recvp; /* non-root recvbuff is ignored */
+  else
+    sendp = dbuf_alloc(c, 1, c->count * c->es, seed + 2, 0);
+  ht_fill(sendp, c->count, &mine, 0);
+  if (upload(c) &&
+      note_rc(c, "hetcclGather",
+              hetcclGather(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    for (int r = 0; is_root && r < c->n; r++) {
+      struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
+      char what[64];
+      snprintf(what, sizeof what, "block from rank %d", r);
+      note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
+    }
+    if (!inplace || !is_root) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+  }
+  end_case(c);
+}
+
+static void run_scatter(struct mcase *c, int inplace, uint64_t seed) {
+  begin_case(c, C_SCATTER, -1, inplace);
+  int is_root = c->rank == c->root;
+  size_t total = (size_t)c->n * c->count;
+  struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
+  void *sendp = dbuf_alloc(c, 0, (is_root ? total : c->count) * c->es, seed + 1, !is_root), *recvp;
+  if (is_root) ht_fill(sendp, total, &rs, 0);
+  if (inplace)
+    recvp = is_root ? AT(sendp, (size_t)c->root * c->count) : sendp; /* non-root sendbuff is ignored */
+  else
+    recvp = dbuf_alloc(c, 1, c->count * c->es, seed + 2, 1);
+  if (upload(c) &&
+      note_rc(c, "hetcclScatter",
+              hetcclScatter(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
+      complete(c, c->stream)) {
+    note_verify(c, "received", recvp, c->count, &rs, (uint64_t)c->rank * c->count);
+    if (is_root) note_verify(c, "send buffer changed", sendp, total, &rs, 0);
+  }
+  end_case(c);
+}
+
+/* One group per rank of three messages: to the next rank, the previous one
+ * and itself, of different sizes (with two ranks two share a peer and must
+ * match in posting order). */
+static void run_sendrecv(struct mcase *c, uint64_t seed) {
+  begin_case(c, C_SENDRECV, -1, 0);
+  int n = c->n, me = c->rank, shifts[3] = {1, n - 1, 0};
+  void *sendp[3], *recvp[3];
+  size_t cnt[3];
+  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
+  for (int k = 0; k < 3; k++) {
+    cnt[k] = c->count ? c->count + (size_t)k : 0;
+    sendp[k] = dbuf_alloc(c, 2 * k, cnt[k] * c->es, seed + 1 + (uint64_t)k, 0);
+    recvp[k] = dbuf_alloc(c, 2 * k + 1, cnt[k] * c->es, seed + 11 + (uint64_t)k, 1);
+    ht_fill(sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
+  }
+  if (upload(c) && note_rc(c, "hetcclGroupStart", hetcclGroupStart())) {
+    for (int k = 0; k < 3; k++) {
+      note_rc(c, "hetcclSend", hetcclSend(dev_of(c, sendp[k]), cnt[k], c->t, (me + shifts[k]) % n, c->comm, c->stream));
+      note_rc(c, "hetcclRecv",
+              hetcclRecv(dev_of(c, recvp[k]), cnt[k], c->t, (me - shifts[k] + n) % n, c->comm, c->stream));
+    }
+    if (note_rc(c, "hetcclGroupEnd", hetcclGroupEnd()) && !c->problem[0] && complete(c, c->stream)) {
+      for (int k = 0; k < 3; k++) {
+        int src = (me - shifts[k] + n) % n;
+        struct ht_stream s = ht_stream_make(seed, src, c->t, HT_DIST_BITS);
+        char what[64];
+        snprintf(what, sizeof what, "message %d from rank %d", k, src);
+        note_verify(c, what, recvp[k], cnt[k], &s, (uint64_t)k * V_STRIDE);
+        note_verify(c, "send buffer changed", sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
+      }
+    }
+  }
+  end_case(c);
+}
+
+/* ---- Jobs ---- */
+
+static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
+  memset(c, 0, sizeof *c);
+  c->ctx = ctx;
+  c->rank = ctx->rank;
+  c->n = ctx->nranks;
+  c->device = ctx->rank % o->ngpus;
+  D = hetccl_device_get(HETCCL_DEVICE_CUDA);
+  if (!ht_case(ctx, D && D->available(), "the cuda device kind is not available")) return -1;
+  hetcclResult_t rc = D->set_device(c->device);
+  if (rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
+  return ht_case(ctx, rc == hetcclSuccess, "GPU %d and a stream: %s", c->device, hetcclGetLastError(NULL)) ? 0 : -1;
+}
+
+/* Rank 0 makes the id (the parent never touches the library or CUDA). */
+static int make_comm(struct mcase *c) {
+  struct {
+    int ok;
+    hetcclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  if (c->rank == 0) msg.ok = hetcclGetUniqueId(&msg.id) == hetcclSuccess;
+  if (ht_oob_bcast(c->ctx, 0, &msg, sizeof msg) != 0) return -1;
+  if (!ht_case(c->ctx, msg.ok, "hetcclGetUniqueId failed on rank 0")) return -1;
+  hetcclResult_t rc = hetcclCommInitRank(&c->comm, c->n, msg.id, c->rank);
+  if (!ht_case(c->ctx, rc == hetcclSuccess, "hetcclCommInitRank returned %d: %s", (int)rc, hetcclGetLastError(NULL)))
+    return -1;
+  int dev = -2;
+  ht_case(c->ctx, hetcclCommDevice(c->comm, &dev) == hetcclSuccess && dev == c->device,
+          "hetcclCommDevice = %d, want the rank's GPU %d", dev, c->device);
+  return 0;
+}
+
+static void destroy_comm(struct mcase *c) {
+  hetcclResult_t rc = hetcclCommDestroy(c->comm);
+  ht_case(c->ctx, rc == hetcclSuccess, "hetcclCommDestroy returned %d: %s", (int)rc, hetcclGetLastError(NULL));
+  c->comm = NULL;
+}
+
+static unsigned g_refusals, g_skipped;
+/* fp8 premul combinations already refused: [type is e5m2][op is premul][coll is RS][in-place]. */
+static unsigned char g_refused[2][2][2][2];
+
+static unsigned char *refused_slot(hetcclDataType_t t, int op, int coll, int ip) {
+  return &g_refused[t == hetcclFloat8e5m2][op == HT_OP_PREMUL][coll == C_REDUCESCATTER][ip];
+}
+
+static void run_count(struct mcase *c, const struct opts *o) {
+  struct refs refs = {.seed = ht_seed(c->t, c->count, (uint64_t)c->n, 1)};
+  for (int coll = 0; coll < NCOLLS; coll++) {
+    if (!(o->coll_mask & (1u << coll))) continue;
+    double t0 = ht_now();
+    if (coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER) {
+      for (int op = 0; op < HT_NOPS; op++)
+        for (int ip = 0; ip < 2 && (o->op_mask & (1u << op)); ip++) {
+          int f8 = fp8_premul(coll, c->t, op);
+          if (f8 && *refused_slot(c->t, op, coll, ip)) {
+            g_skipped++;
+            continue;
+          }
+          int refused = run_reduction(c, coll, op, ip, &refs, c->stream);
+          g_refusals += (unsigned)refused;
+          if (f8 && refused) *refused_slot(c->t, op, coll, ip) = 1;
+        }
+    } else if (coll == C_SENDRECV) {
+      run_sendrecv(c, ht_seed(c->ctx->next_case, c->t, c->count, 200));
+    } else {
+      for (int ip = 0; ip < 2; ip++) {
+        if (ip && (coll == C_ALLTOALL || coll == C_ALLTOALLV)) continue; /* their own job */
+        uint64_t seed = ht_seed(c->ctx->next_case, c->t, c->count, 100 + (uint64_t)coll);
+        switch (coll) {
+          case C_BROADCAST: run_broadcast(c, ip, seed); break;
+          case C_ALLGATHER: run_allgather(c, ip, seed); break;
+          case C_ALLTOALL: run_alltoall(c, ip, seed); break;
+          case C_ALLTOALLV: run_alltoallv(c, ip, seed); break;
+          case C_GATHER: run_gather(c, ip, seed); break;
+          default: run_scatter(c, ip, seed); break;
+        }
+      }
+    }
+    if (o->verbose && c->rank == 0)
+      fprintf(stderr, "  n=%d %-13s %-8s count=%-8zu %.3f s\n", c->n, g_coll_names[coll], ht_type_name(c->t), c->count,
+              ht_now() - t0);
+  }
+  /* The legacy default stream, as a program that passes 0 would. */
+  if ((o->coll_mask & 1u) && (o->op_mask & 1u)) run_reduction(c, C_ALLREDUCE, HT_OP_SUM, 0, &refs, NULL);
+  refs_free(&refs);
+}
+
+static void for_each_type_count(struct mcase *c, const struct opts *o, void (*fn)(struct mcase *, const struct opts *)) {
+  for (int t = 0; t < HT_NTYPES; t++) {
+    if (!(o->type_mask & (1u << t))) continue;
+    c->t = (hetcclDataType_t)t;
+    c->es = ht_type_size(c->t);
+    for (int k = 0; k < o->ncounts; k++) {
+      c->count = o->counts[k];
+      fn(c, o);
+    }
+  }
+}
+
+static void run_inplace_alltoall(struct mcase *c, const struct opts *o) {
+  for (int coll = C_ALLTOALL; coll <= C_ALLTOALLV; coll++) {
+    if (!(o->coll_mask & (1u << coll))) continue;
+    uint64_t seed = ht_seed(c->ctx->next_case, c->t, c->count, 300 + (uint64_t)coll);
+    if (coll == C_ALLTOALL) run_alltoall(c, 1, seed);
+    else run_alltoallv(c, 1, seed);
+  }
+}
+
+/* The matrix job's rank 0 reports its counts here (the parent prints them). */
+static int g_report_fd = -1;
+
+static int job_rank(ht_ctx *ctx, void *arg) {
+  const struct opts *o = arg;
+  /* Keep freed reference arrays in the heap between cases. */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  struct mcase c;
+  if (rank_setup(ctx, o, &c)) return 1;
+  if (make_comm(&c)) return 1;
+  for_each_type_count(&c, o, o->job == JOB_MATRIX ? run_count : run_inplace_alltoall);
+  destroy_comm(&c);
+  unsigned report[3] = {g_refusals, g_skipped, g_renewals};
+  if (ctx->rank == 0 && g_report_fd >= 0 && write(g_report_fd, report, sizeof report) < 0) perror("write");
+  return 0;
+}
+
+static void set_cuda_env(int rank, int nranks, void *arg) {
+  (void)rank;
+  (void)nranks;
+  (void)arg;
+  setenv("HETCCL_DEVICE", "cuda", 1);
+  unsetenv("HETCCL_DOMAIN");
+}
+
+/* ---- Refusal of GPU communicators spanning domains ---- */
+
+enum { MIX_TWO_CUDA_DOMAINS, MIX_CUDA_AND_HOST };
+struct mix {
+  int kind, ngpus;
+};
+
+static void set_mix_env(int rank, int nranks, void *arg) {
+  (void)nranks;
+  const struct mix *m = arg;
+  if (m->kind == MIX_TWO_CUDA_DOMAINS) {
+    setenv("HETCCL_DEVICE", "cuda", 1);
+    setenv("HETCCL_DOMAIN", rank ? "d1" : "d0", 1);
+  } else {
+    setenv("HETCCL_DEVICE", rank ? "host" : "cuda", 1);
+    unsetenv("HETCCL_DOMAIN");
+  }
+}
+
+static int mix_rank(ht_ctx *ctx, void *arg) {
+  const struct mix *m = arg;
+  int is_gpu = m->kind == MIX_TWO_CUDA_DOMAINS || ctx->rank == 0;
+  const struct hetccl_device_ops *d = hetccl_device_get(HETCCL_DEVICE_CUDA);
+  if (is_gpu && !ht_case(ctx, d && d->available() && d->set_device(ctx->rank % m->ngpus) == hetcclSuccess,
+                         "rank %d: no GPU", ctx->rank))
+    return 1;
+  struct {
+    int ok;
+    hetcclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  if (ctx->rank == 0) msg.ok = hetcclGetUniqueId(&msg.id) == hetcclSuccess;
+  if (ht_oob_bcast(ctx, 0, &msg, sizeof msg) != 0 || !ht_case(ctx, msg.ok, "hetcclGetUniqueId failed")) return 1;
+  hetcclComm_t comm = NULL;
+  hetcclResult_t rc = hetcclCommInitRank(&comm, ctx->nranks, msg.id, ctx->rank);
+  const char *why = hetcclGetLastError(NULL);
+  ht_case(ctx, rc == hetcclInvalidUsage, "%s: hetcclCommInitRank returned %d (%s), want hetcclInvalidUsage",
+          m->kind == MIX_TWO_CUDA_DOMAINS ? "two cuda domains" : "cuda + host", (int)rc, hetcclGetErrorString(rc));
+  ht_case(ctx, why && strstr(why, "domain") && strstr(why, "GPU"), "the refusal should explain itself: '%s'",
+          why ? why : "(null)");
+  if (ctx->rank == 0) printf("refused as expected: %s\n", why ? why : "");
+  if (rc == hetcclSuccess) hetcclCommDestroy(comm);
+  return 0;
+}
+
+/* ---- Main ---- */
+
+/* The number of GPUs, asked in a child so this process never initialises
+ * CUDA (forked ranks could not use it after that). */
+static int probe_gpus(void) {
+  int fds[2];
+  if (pipe(fds)) return 0;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const struct hetccl_device_ops *d = hetccl_device_get(HETCCL_DEVICE_CUDA);
+    int n = d && d->available() ? d->count() : 0;
+    _exit(write(fds[1], &n, sizeof n) == (ssize_t)sizeof n ? 0 : 1);
+  }
+  close(fds[1]);
+  int n = 0;
+  if (pid < 0 || read(fds[0], &n, sizeof n) != (ssize_t)sizeof n) n = 0;
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  return n;
+}
+
+static int parse_counts(const char *s, size_t *out, int max) {
+  int n = 0;
+  while (*s && n < max) {
+    char *end;
+    out[n++] = (size_t)strtoull(s, &end, 0);
+    if (end == s) return -1;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+static unsigned parse_names(const char *s, int (*lookup)(const char *)) {
+  unsigned mask = 0;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int v = lookup(tok);
+    if (v < 0) {
+      fprintf(stderr, "unknown name '%s'\n", tok);
+      exit(2);
+    }
+    mask |= 1u << v;
+  }
+  return mask;
+}
+
+static int lookup_coll(const char *s) {
+  for (int c = 0; c < NCOLLS; c++)
+    if (!strcmp(s, g_coll_names[c])) return c;
+  return -1;
+}
+
+static int lookup_op(const char *s) {
+  for (int o = 0; o < HT_NOPS; o++)
+    if (!strcmp(s, ht_op_name(o))) return o;
+  return -1;
+}
+
+static void run_job(const char *name, int nranks, int timeout_s, ht_env_fn env, void *env_arg, ht_rank_fn fn,
+                    void *arg) {
+  struct ht_job job = {.name = name, .nranks = nranks, .timeout_s = timeout_s, .env = env, .env_arg = env_arg};
+  ht_job_run(&job, fn, arg);
+  printf("%s (%d ranks): %u cases, %u failed, %.1f s\n", name, nranks, job.ncases, job.nfailed, job.seconds);
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  static const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  memcpy(o.counts, counts, sizeof counts);
+  o.ncounts = 5;
+  o.coll_mask = (1u << NCOLLS) - 1;
+  o.type_mask = (1u << HT_NTYPES) - 1;
+  o.op_mask = (1u << HT_NOPS) - 1;
+  o.timeout_s = 600;
+  int nranks = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-v")) {
+      o.verbose = 1;
+      continue;
+    }
+    if (!v) {
+      fprintf(stderr, "option %s needs a value\n", a);
+      return 2;
+    }
+    i++;
+    if (!strcmp(a, "--ranks")) nranks = atoi(v);
+    else if (!strcmp(a, "--counts")) o.ncounts = parse_counts(v, o.counts, MAX_COUNTS);
+    else if (!strcmp(a, "--colls")) o.coll_mask = parse_names(v, lookup_coll);
+    else if (!strcmp(a, "--types")) o.type_mask = parse_names(v, ht_type_parse);
+    else if (!strcmp(a, "--ops")) o.op_mask = parse_names(v, lookup_op);
+    else if (!strcmp(a, "--timeout")) o.timeout_s = atoi(v);
+    else {
+      fprintf(stderr, "unknown option %s\n", a);
+      return 2;
+    }
+  }
+  /* The references' own codecs must be right before they judge the library. */
+  ht_check(ht_codec_selftest() == 0, "the test harness's float codecs");
+  o.ngpus = probe_gpus();
+  if (nranks == 0) nranks = o.ngpus < HT_MAX_RANKS ? o.ngpus : HT_MAX_RANKS;
+  printf("test_gpu_collectives: %d ranks on %d GPUs\n", nranks, o.ngpus);
+  fflush(stdout);
+  if (!ht_check(o.ngpus > 0, "no usable GPU (cuda device kind unavailable)") ||
+      !ht_check(nranks >= 1 && nranks <= o.ngpus && o.ncounts >= 1,
+                "--ranks %d: need 1..%d (NCCL takes one rank per GPU in a communicator)", nranks, o.ngpus))
+    return ht_finish();
+
+  int fds[2];
+  if (pipe(fds) != 0) return 3;
+  g_report_fd = fds[1];
+  o.job = JOB_MATRIX;
+  run_job("matrix", nranks, o.timeout_s, set_cuda_env, NULL, job_rank, &o);
+  close(fds[1]);
+  g_report_fd = -1;
+  unsigned report[3] = {0, 0, 0};
+  if (read(fds[0], report, sizeof report) == (ssize_t)sizeof report)
+    printf("matrix: %u cases refused with hetcclInvalidArgument as documented (fp8 avg/premulsum Reduce and "
+           "ReduceScatter), %u larger counts of those skipped; communicator renewed %u times after a failed or "
+           "refused case\n", report[0], report[1], report[2]);
+  close(fds[0]);
+  struct opts ip = o;
+  ip.job = JOB_ALLTOALL_INPLACE;
+  if (o.coll_mask & ((1u << C_ALLTOALL) | (1u << C_ALLTOALLV)))
+    run_job("alltoall-in-place", nranks, o.timeout_s, set_cuda_env, NULL, job_rank, &ip);
+  struct mix two = {MIX_TWO_CUDA_DOMAINS, o.ngpus}, mixed = {MIX_CUDA_AND_HOST, o.ngpus};
+  run_job("refusal: two cuda domains", 2, 120, set_mix_env, &two, mix_rank, &two);
+  run_job("refusal: cuda + host ranks", 2, 120, set_mix_env, &mixed, mix_rank, &mixed);
+  return ht_finish();
+}
