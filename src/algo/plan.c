@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "algo/plan_state.h"
+#include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -94,7 +95,7 @@ static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const 
 
 static int needs_inplace_copy(const struct hetccl_plan_state *st, const struct hetccl_op *op) {
   /* GPU vendors take in-place AlltoAll as they define it; host memory is copied here. */
-  return st->topo->device_kind == 0 && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
+  return st->topo->device_kind == HETCCL_DEVICE_HOST && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
          op->sendbuff == op->recvbuff;
 }
 
