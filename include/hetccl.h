@@ -190,6 +190,45 @@ hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t datatyp
  */
 hetcclResult_t hetcclGetUniqueIdFromEnv(hetcclUniqueId *uniqueId, int *rank, int *nranks);
 
+/* ---- NCCL 2.28 additions (used by the NCCL face, libnccl.so.2). ---- */
+
+#define HETCCL_SHRINK_DEFAULT 0x00
+/* Shrink after a failure: ongoing operations of the parent are given up
+ * first (on host ranks none are in flight when the call is made). */
+#define HETCCL_SHRINK_ABORT 0x01
+
+/*
+ * CommInitRank with several ids (NCCL spreads its rendezvous over them).
+ * HetCCL rendezvous through commIds[0]; every rank must pass the same ids
+ * (1 <= nId <= nranks).
+ */
+hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int nranks, int myrank, int nId,
+                                          hetcclUniqueId *commIds, hetcclConfig_t *config);
+/*
+ * A communicator of the parent's ranks minus excludeRanksList, called by the
+ * surviving ranks only, all with the same list. New ranks keep the old
+ * order. A NULL config inherits the parent's blocking mode.
+ */
+hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                hetcclComm_t *newcomm, hetcclConfig_t *config, int shrinkFlags);
+/* Buffer registration: a hint. The handle records the range; HetCCL's own
+ * engine needs no registration, so it is not used further yet. */
+hetcclResult_t hetcclCommRegister(const hetcclComm_t comm, void *buff, size_t size, void **handle);
+hetcclResult_t hetcclCommDeregister(const hetcclComm_t comm, void *handle);
+/* Memory for communication buffers: device memory (cuMemAlloc on the
+ * current device) where the device kind is cuda (HETCCL_DEVICE, or a usable
+ * CUDA device), host memory otherwise. Free with hetcclMemFree. */
+hetcclResult_t hetcclMemAlloc(void **ptr, size_t size);
+hetcclResult_t hetcclMemFree(void *ptr);
+/*
+ * NCCL's ncclGroupSimulateEnd. HetCCL has no cost model: *estimatedTime
+ * (when not NULL) becomes -1, the group ends without running the
+ * operations recorded in it (deferred communicator inits still run), and
+ * the call returns hetcclInvalidUsage. In a nested group it only closes
+ * one level; the operations then run at the outermost hetcclGroupEnd.
+ */
+hetcclResult_t hetcclGroupSimulateEnd(float *estimatedTime);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,14 +11,17 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_CALLERS 64
 
-/* A library's address range and whether it is a real NCCL (its handle). */
+/* A library's address range and whether it is a real NCCL (its handle),
+ * or libhetccl itself (`self`). */
 struct caller {
   uintptr_t lo, hi;
   void *nccl;
+  int self;
 };
 
 static struct caller g_callers[MAX_CALLERS];
@@ -92,22 +95,76 @@ static void *nccl_handle_of(const struct containing *f) {
   return NULL;
 }
 
+/* Every loaded library's name and range (for the search below). */
+struct all_objects {
+  struct containing *obj;
+  int n, cap;
+};
+
+static int list_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  struct all_objects *all = arg;
+  if (all->n == all->cap) return 1;
+  struct containing *f = &all->obj[all->n];
+  memset(f, 0, sizeof *f);
+  f->addr = info->dlpi_addr;
+  if (find_containing(info, size, f) == 0) { /* no segment holds dlpi_addr: take the first load segment */
+    for (int i = 0; i < info->dlpi_phnum && !f->found; i++)
+      if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+        f->addr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+        find_containing(info, size, f);
+      }
+  }
+  if (f->found) all->n++;
+  return 0;
+}
+
+/* The NCCL HetCCL's vendor calls: the one it marked, else the first real
+ * NCCL among the loaded libraries (found once). */
+static void *vendor_nccl(void) {
+  void *v = atomic_load_explicit(&g_vendor_nccl, memory_order_acquire);
+  if (v) return v;
+  struct all_objects all = {NULL, 0, 1024};
+  all.obj = calloc((size_t)all.cap, sizeof *all.obj);
+  if (!all.obj) return NULL;
+  dl_iterate_phdr(list_object, &all);
+  for (int i = 0; i < all.n && !v; i++) v = nccl_handle_of(&all.obj[i]);
+  free(all.obj);
+  if (!v) return NULL;
+  void *none = NULL;
+  if (!atomic_compare_exchange_strong(&g_vendor_nccl, &none, v)) {
+    dlclose(v);
+    v = none;
+  }
+  return v;
+}
+
+static void *verdict(const struct caller *c) {
+  /* libhetccl never calls nccl* names itself: a face call "from" it is a
+   * tail call out of the NCCL it called, so it goes to that NCCL. */
+  return c->self ? vendor_nccl() : c->nccl;
+}
+
 static void *classify(uintptr_t addr) {
-  struct containing f;
+  struct containing f, own;
   memset(&f, 0, sizeof f);
+  memset(&own, 0, sizeof own);
   f.addr = addr;
+  own.addr = (uintptr_t)&classify;
   dl_iterate_phdr(find_containing, &f);
+  dl_iterate_phdr(find_containing, &own);
   if (!f.found) return NULL; /* not in any library (generated code): HetCCL's */
-  void *h = nccl_handle_of(&f);
+  /* Only libhetccl.so counts as itself (a program linking HetCCL statically is a caller like any other). */
+  struct caller c = {f.lo, f.hi, NULL, own.found && own.lo == f.lo && f.name[0]};
+  if (!c.self) c.nccl = nccl_handle_of(&f);
   pthread_mutex_lock(&g_lock);
   int n = atomic_load_explicit(&g_ncallers, memory_order_relaxed), known = 0;
   for (int i = 0; i < n && !known; i++) known = g_callers[i].lo == f.lo;
   if (!known && n < MAX_CALLERS) {
-    g_callers[n] = (struct caller){f.lo, f.hi, h};
+    g_callers[n] = c;
     atomic_store_explicit(&g_ncallers, n + 1, memory_order_release);
   }
   pthread_mutex_unlock(&g_lock);
-  return h;
+  return verdict(&c);
 }
 
 void *hetcclInternalNcclReal(const void *caller) {
@@ -118,6 +175,6 @@ void *hetcclInternalNcclReal(const void *caller) {
   uintptr_t a = (uintptr_t)caller;
   int n = atomic_load_explicit(&g_ncallers, memory_order_acquire);
   for (int i = 0; i < n; i++)
-    if (a >= g_callers[i].lo && a < g_callers[i].hi) return g_callers[i].nccl;
+    if (a >= g_callers[i].lo && a < g_callers[i].hi) return verdict(&g_callers[i]);
   return classify(a);
 }

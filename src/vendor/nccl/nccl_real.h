@@ -16,6 +16,10 @@
  *     loaded library that defines ncclGetVersion itself and is not HetCCL
  *     (any thread, NCCL's own threads included) forwards to that library.
  *     Verdicts are cached per library, so the check costs a few compares.
+ *     libhetccl.so never calls nccl* names, so a face call whose return
+ *     address is in libhetccl.so is a tail call out of the NCCL it called:
+ *     it goes to the vendor's NCCL too (found among the loaded libraries
+ *     when no enter() named it yet).
  *
  * The face reaches this through hetcclInternalNcclReal (exported from
  * libhetccl.so under the hetccl[A-Z]* pattern; not public API).
