@@ -1,0 +1,50 @@
+#!/bin/bash
+# The collective matrix of test_collectives with ranks split into several
+# domains (HETCCL_DOMAIN=d<rank % K>), so every collective runs the
+# cross-domain algorithms: K=2 over the whole matrix (uneven domains for 3
+# and 5 ranks), K=3 over 3, 5 and 8 ranks with counts up to 65539 (the 2^20+3
+# case is covered by K=2; with it K=3 alone takes another 3.5 minutes on 2 cores).
+# Usage: test_collectives_domains.sh <build-dir> [extra test_collectives options]
+set -u
+BUILD=${1:?usage: test_collectives_domains.sh <build-dir>}
+shift
+BIN="$BUILD/bin/test_collectives"
+if [ ! -x "$BIN" ]; then
+  echo "FAIL: $BIN is missing"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+passed=0
+failed=0
+status=0
+run() {
+  local out line
+  out=$("$BIN" "$@")
+  local rc=$?
+  echo "$out"
+  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+  if [ -z "$line" ]; then
+    failed=$((failed + 1))
+    status=1
+    return
+  fi
+  passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
+  failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
+  [ $rc -eq 0 ] || status=1
+}
+# The layouts of the cross-domain issue, consecutive blocks, over shm links:
+# the full matrix where the pieces are most irregular, smaller counts elsewhere
+# to keep the suite's time in check (the large count adds ~3x per layout).
+run --layout 2,2 "$@"
+run --layout 1,2,1 "$@"
+run --layout 3,1 --counts 0,1,7,1023,65539 "$@"
+run --layout 1,1,1,1,1 --counts 0,1,7,1023,65539 "$@"
+run --layout 4,4 --counts 0,1,7,1023,65539 "$@"
+# Interleaved domains (rank % K): domain members that are not contiguous.
+run --domains 3 --ranks 5 --counts 0,1,7,1023 "$@"
+# The same layouts with every link over TCP sockets.
+run --layout 2,2 --transport socket --counts 0,1,7,1023,65539 "$@"
+run --layout 1,2,1 --transport socket --counts 0,1,7,1023,65539 "$@"
+run --layout 4,4 --transport socket --counts 0,1,7,1023 "$@"
+echo "$passed passed, $failed failed"
+[ $status -eq 0 ] && [ $failed -eq 0 ]
