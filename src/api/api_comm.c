@@ -67,10 +67,9 @@ HETCCL_API hetcclResult_t hetcclCommInitRankConfig(hetcclComm_t *comm, int nrank
 }
 
 HETCCL_API hetcclResult_t hetcclCommInitAll(hetcclComm_t *comms, int ndev, const int *devlist) {
-  (void)devlist; /* host ranks have no device; GPU kinds will honour it */
   if (!comms) return hetccl_error(hetcclInvalidArgument, "hetcclCommInitAll: comms is NULL");
   if (ndev < 1) return hetccl_error(hetcclInvalidArgument, "hetcclCommInitAll: ndev %d must be at least 1", ndev);
-  return hetccl_comm_init_all(comms, ndev);
+  return hetccl_comm_init_all(comms, ndev, devlist);
 }
 
 HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm,
@@ -81,6 +80,8 @@ HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key,
   if (color < 0 && color != HETCCL_SPLIT_NOCOLOR)
     return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: color %d must be >= 0 or HETCCL_SPLIT_NOCOLOR", color);
   HETCCL_TRY(read_config("hetcclCommSplit", config, &nonblocking));
+  /* As NCCL: without a config (or with blocking unset) the child inherits the parent's mode. */
+  if (!config || config->blocking == HETCCL_CONFIG_UNDEF_INT) nonblocking = comm->nonblocking;
   hetcclResult_t rc = hetccl_comm_wait_init(comm);
   if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "hetcclCommSplit: parent communicator is not initialised");
   return hetccl_comm_split(comm, color, key, newcomm, nonblocking);

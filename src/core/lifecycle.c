@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "core/group.h"
+#include "device/device.h"
+#include "util/params.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -36,15 +38,23 @@ hetcclResult_t hetccl_comm_start(hetcclComm_t *out, int nranks, const hetcclUniq
   return rc;
 }
 
-hetcclResult_t hetccl_comm_init_all(hetcclComm_t *comms, int ndev) {
+hetcclResult_t hetccl_comm_init_all(hetcclComm_t *comms, int ndev, const int *devlist) {
   hetcclUniqueId id;
   hetcclResult_t rc = hetcclSuccess;
   HETCCL_TRY(hetccl_bootstrap_new_id(&id));
   memset(comms, 0, (size_t)ndev * sizeof *comms);
+  /* Rank i takes device devlist[i] (or i), made current while it is created;
+   * the caller's current device is restored after. Host ranks have none. */
+  const struct hetccl_device_ops *dev = hetccl_device_get(HETCCL_DEVICE_CUDA);
+  const char *kind = hetccl_params()->device_kind;
+  int gpu = dev && dev->set_device && (!kind[0] || !strcmp(kind, "cuda")) && dev->available() && dev->count() > 0;
+  int saved = gpu ? dev->current() : -1;
   for (int i = 0; i < ndev && rc == hetcclSuccess; i++) {
-    rc = hetccl_comm_create(&comms[i], ndev, &id, i, 0);
+    if (gpu) rc = dev->set_device(devlist ? devlist[i] : i);
+    if (rc == hetcclSuccess) rc = hetccl_comm_create(&comms[i], ndev, &id, i, 0);
     if (rc == hetcclSuccess) hetccl_comm_register(comms[i]);
   }
+  if (gpu && saved >= 0) dev->set_device(saved);
   /* The ranks' rendezvous need each other: initialise them concurrently. */
   for (int i = 0; i < ndev && rc == hetcclSuccess; i++) rc = hetccl_comm_init_async(comms[i]);
   for (int i = 0; i < ndev; i++) {
