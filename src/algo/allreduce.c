@@ -134,18 +134,87 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   return hetcclSuccess;
 }
 
-/* ReduceScatter: the AllReduce plan into scratch, then this rank's block. */
+/*
+ * ReduceScatter with the fewest bytes over links: after the vendor
+ * reduce-scatter, each piece of a domain's shard goes straight to the rank
+ * whose output range holds it (over a link when that rank is in another
+ * domain, through the vendor when in the same one), so every piece crosses
+ * once per other domain. The output rank combines the k partials in domain
+ * order.
+ */
 hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const struct hetccl_op *op) {
   const struct hetccl_topology *t = st->topo;
-  size_t esz = hetccl_type_size(op->dtype), total = op->count * (size_t)t->nranks;
-  if (op->count == 0) return hetcclSuccess;
-  char *full;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_RESULT], total * esz, (void **)&full));
-  struct hetccl_op ar = *op;
-  ar.coll = HETCCL_COLL_ALLREDUCE;
-  ar.count = total;
-  ar.recvbuff = full;
-  HETCCL_TRY(hetccl_plan_allreduce(st, &ar));
-  memcpy(op->recvbuff, full + (size_t)t->rank * op->count * esz, op->count * esz);
+  size_t r = op->count, esz = hetccl_type_size(op->dtype), n = r * (size_t)t->nranks;
+  if (r == 0) return hetcclSuccess;
+  int nd = t->domain_size, k = st->ndomains;
+  size_t s = hetccl_shard_size(n, nd), lo, hi;
+  hetccl_shard(n, nd, t->domain_rank, &lo, &hi);
+  (void)hi;
+
+  hetccl_redop vendor_op = op->redop, combine = op->redop;
+  vendor_op.postdiv = 0;
+  combine.premul = 0;
+  combine.postdiv = 0;
+
+  const char *rs_in = op->sendbuff;
+  if (s * (size_t)nd != n) {
+    char *padded;
+    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PADDED], s * (size_t)nd * esz, (void **)&padded));
+    memcpy(padded, op->sendbuff, n * esz);
+    memset(padded + n * esz, 0, (s * (size_t)nd - n) * esz);
+    rs_in = padded;
+  }
+  char *partial, *slots;
+  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_SHARD], s * esz, (void **)&partial));
+  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PARTIALS], (size_t)k * r * esz, (void **)&slots));
+  struct hetccl_op v = *op;
+  v.coll = HETCCL_COLL_REDUCESCATTER;
+  v.sendbuff = rs_in;
+  v.recvbuff = partial;
+  v.count = s;
+  v.redop = vendor_op;
+  HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+  HETCCL_TRY(hetccl_plan_vops_run(st));
+
+  /* Route every piece: from its holder in each domain to its output rank. */
+  size_t a, b;
+  struct hetccl_piece_iter it;
+  hetccl_pieces_begin(&it, st, n);
+  it.block = r;
+  while (hetccl_pieces_next(&it, &a, &b)) {
+    int dest = (int)(a / r);
+    size_t bytes = (b - a) * esz;
+    for (int d = 0; d < k; d++) {
+      int src = hetccl_piece_owner(st, n, d, a);
+      if (src != t->rank && dest != t->rank) continue;
+      char *slot = slots + ((size_t)d * r + (a - (size_t)dest * r)) * esz;
+      const char *from = partial + (a - lo) * esz;
+      if (src == t->rank && dest == t->rank) {
+        memcpy(slot, from, bytes);
+        continue;
+      }
+      int peer = src == t->rank ? dest : src;
+      if (t->domain_of[peer] == t->my_domain) {
+        v = *op;
+        v.coll = src == t->rank ? HETCCL_COLL_SEND : HETCCL_COLL_RECV;
+        v.sendbuff = src == t->rank ? from : NULL;
+        v.recvbuff = src == t->rank ? NULL : slot;
+        v.count = b - a;
+        v.root = st->dom_rank_of[peer];
+        HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+      } else if (src == t->rank) {
+        HETCCL_TRY(hetccl_xfer_send(&st->xfers, t->links[peer], from, bytes));
+      } else {
+        HETCCL_TRY(hetccl_xfer_recv(&st->xfers, t->links[peer], slot, bytes, NULL, NULL));
+      }
+    }
+  }
+  HETCCL_TRY(hetccl_plan_vops_run(st));
+  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "ReduceScatter exchange"));
+  /* ((P0 op P1) op P2) ... into this rank's output. */
+  char *out = op->recvbuff;
+  memcpy(out, slots, r * esz);
+  for (int d = 1; d < k; d++) hetccl_host_reduce(out, out, 0, slots + (size_t)d * r * esz, r, op->dtype, &combine);
+  hetccl_host_finish(out, r, op->dtype, &op->redop);
   return hetcclSuccess;
 }

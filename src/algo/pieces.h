@@ -10,12 +10,14 @@ struct hetccl_piece_iter {
   const struct hetccl_plan_state *st;
   size_t count;
   size_t cur;
+  size_t block; /* extra boundaries every `block` elements (ReduceScatter's ranges); 0: none */
 };
 
 static inline void hetccl_pieces_begin(struct hetccl_piece_iter *it, const struct hetccl_plan_state *st, size_t count) {
   it->st = st;
   it->count = count;
   it->cur = 0;
+  it->block = 0;
 }
 
 /* Next piece [*lo, *hi); 0 when done. */
@@ -25,6 +27,10 @@ static inline int hetccl_pieces_next(struct hetccl_piece_iter *it, size_t *lo, s
   for (int d = 0; d < it->st->ndomains; d++) {
     size_t s = hetccl_shard_size(it->count, it->st->dom_size[d]);
     size_t b = (it->cur / s + 1) * s;
+    if (b < next) next = b;
+  }
+  if (it->block) {
+    size_t b = (it->cur / it->block + 1) * it->block;
     if (b < next) next = b;
   }
   *lo = it->cur;
