@@ -20,6 +20,7 @@ build: configure
 demo: build
 	$(BUILD)/bin/hetccl-info
 	$(BUILD)/bin/hetccl-perf allreduce -N 4 -b 1K -e 64M -f 4 -n 10 -w 2
+	$(BUILD)/bin/hetccl-perf allreduce -N 4 --domains 2,2 -b 1K -e 64M -f 4 -n 10 -w 2
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
