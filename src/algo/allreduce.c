@@ -108,28 +108,37 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
     memset(res + n * esz, 0, (s * (size_t)nd - n) * esz);
     rs_in = res;
   }
-  char *partial;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_SHARD], s * esz, (void **)&partial));
-
+  /* A one-rank domain's reduce-scatter is its input: with nothing to scale
+   * and a separate output (the exchange reads it while writing the result),
+   * the input is sent as it is, saving a copy of the whole message. */
+  const char *partial = NULL;
+  if (nd == 1 && !vendor_op.premul && even && op->sendbuff != op->recvbuff) partial = op->sendbuff;
   struct hetccl_op v = *op;
-  v.coll = HETCCL_COLL_REDUCESCATTER;
-  v.sendbuff = rs_in;
-  v.recvbuff = partial;
-  v.count = s;
-  v.redop = vendor_op;
-  HETCCL_TRY(hetccl_plan_vop_add(st, &v));
-  HETCCL_TRY(hetccl_plan_vops_run(st));
+  if (!partial) {
+    char *shard;
+    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_SHARD], s * esz, (void **)&shard));
+    v.coll = HETCCL_COLL_REDUCESCATTER;
+    v.sendbuff = rs_in;
+    v.recvbuff = shard;
+    v.count = s;
+    v.redop = vendor_op;
+    HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+    HETCCL_TRY(hetccl_plan_vops_run(st));
+    partial = shard;
+  }
 
   HETCCL_TRY(exchange_pieces(st, op, partial, res, lo, &combine));
   if (op->redop.postdiv && hi > lo) hetccl_host_finish(res + lo * esz, hi - lo, op->dtype, &op->redop);
 
-  v = *op;
-  v.coll = HETCCL_COLL_ALLGATHER;
-  v.sendbuff = res + (size_t)i * s * esz;
-  v.recvbuff = res;
-  v.count = s;
-  HETCCL_TRY(hetccl_plan_vop_add(st, &v));
-  HETCCL_TRY(hetccl_plan_vops_run(st));
+  if (nd > 1) { /* a one-rank domain already holds the whole result */
+    v = *op;
+    v.coll = HETCCL_COLL_ALLGATHER;
+    v.sendbuff = res + (size_t)i * s * esz;
+    v.recvbuff = res;
+    v.count = s;
+    HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+    HETCCL_TRY(hetccl_plan_vops_run(st));
+  }
   if (!even) memcpy(op->recvbuff, res, n * esz);
   return hetcclSuccess;
 }
