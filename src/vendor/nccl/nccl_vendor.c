@@ -168,6 +168,14 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
   const char *send = op->sendbuff;
   char *recv = op->recvbuff;
   ncclRedOp_t rop = NCCL_OP_SUM;
+  if (vc->nranks == 1 && op->redop.premul &&
+      (op->coll == HETCCL_COLL_ALLREDUCE || op->coll == HETCCL_COLL_REDUCE || op->coll == HETCCL_COLL_REDUCESCATTER)) {
+    /* One rank: the result is the scaled input. NCCL 2.28.9's PreMulSum (and
+     * Avg) on a one-rank communicator gets the elements past the last whole
+     * 2^20-element block wrong (seen on an H200, int8/int32/float16), so
+     * HetCCL scales with its own kernel on the same stream. */
+    return kernel_on_device(vc, recv, send, op, HETCCL_REDUCE_SCALE_A);
+  }
   switch (op->coll) {
     case HETCCL_COLL_ALLREDUCE:
       if (op->redop.premul && fp8(op->dtype)) {
