@@ -7,11 +7,12 @@
 #include "core/group.h"
 #include "util/error.h"
 
-/* Checks shared by every data-moving call. */
-static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, size_t mult) {
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
+/* Checks shared by every data-moving call; `per_rank` counts are multiplied
+ * by the rank count for the overflow check (AllGather-like buffers). The
+ * communicator is looked up once, here. */
+static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, int per_rank) {
   HETCCL_TRY(hetccl_check_type(fn, dt));
-  return hetccl_check_count(fn, count, mult, dt);
+  return hetccl_check_count(fn, count, per_rank ? (size_t)comm->nranks : 1, dt);
 }
 
 static hetcclResult_t with_op(const char *fn, hetcclComm_t comm, hetcclRedOp_t op, hetcclDataType_t dt, hetccl_redop *out) {
@@ -38,7 +39,7 @@ static struct hetccl_op make_op(int coll, const void *sendbuff, void *recvbuff, 
 static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                           hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAllReduce";
-  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
   struct hetccl_op o = make_op(HETCCL_COLL_ALLREDUCE, sendbuff, recvbuff, count, dt, 0, stream);
@@ -49,7 +50,7 @@ static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff,
 static hetcclResult_t impl_hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                           int root, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclBroadcast";
-  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
@@ -60,7 +61,7 @@ static hetcclResult_t impl_hetcclBroadcast(const void *sendbuff, void *recvbuff,
 static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                        hetcclRedOp_t op, int root, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclReduce";
-  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
@@ -72,8 +73,7 @@ static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, si
 static hetcclResult_t impl_hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt,
                                           hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAllGather";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
-  HETCCL_TRY(common(fn, comm, dt, sendcount, (size_t)comm->nranks));
+  HETCCL_TRY(common(fn, comm, dt, sendcount, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, sendcount));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, sendcount));
   struct hetccl_op o = make_op(HETCCL_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, dt, 0, stream);
@@ -84,8 +84,7 @@ static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvb
                                               hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm,
                                               hetcclStream_t stream) {
   const char *fn = "hetcclReduceScatter";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
-  HETCCL_TRY(common(fn, comm, dt, recvcount, (size_t)comm->nranks));
+  HETCCL_TRY(common(fn, comm, dt, recvcount, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, recvcount));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, recvcount));
   struct hetccl_op o = make_op(HETCCL_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, dt, 0, stream);
@@ -96,8 +95,7 @@ static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvb
 static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
                                          hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAlltoAll";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
-  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
   struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALL, sendbuff, recvbuff, count, dt, 0, stream);
@@ -121,7 +119,7 @@ static hetcclResult_t impl_hetcclAlltoAllv(const void *sendbuff, const size_t se
                                           void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
                                           hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclAlltoAllv";
-  HETCCL_TRY(common(fn, comm, dt, 0, 1));
+  HETCCL_TRY(common(fn, comm, dt, 0, 0));
   HETCCL_TRY(check_v(fn, "sendbuff", sendcounts, sdispls, comm->nranks, dt, sendbuff));
   HETCCL_TRY(check_v(fn, "recvbuff", recvcounts, rdispls, comm->nranks, dt, recvbuff));
   struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALLV, sendbuff, recvbuff, 0, dt, 0, stream);
@@ -135,8 +133,7 @@ static hetcclResult_t impl_hetcclAlltoAllv(const void *sendbuff, const size_t se
 static hetcclResult_t impl_hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
                                        hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclGather";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
-  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
@@ -147,8 +144,7 @@ static hetcclResult_t impl_hetcclGather(const void *sendbuff, void *recvbuff, si
 static hetcclResult_t impl_hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
                                         hetcclComm_t comm, hetcclStream_t stream) {
   const char *fn = "hetcclScatter";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
-  HETCCL_TRY(common(fn, comm, dt, count, (size_t)comm->nranks));
+  HETCCL_TRY(common(fn, comm, dt, count, 1));
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
@@ -158,7 +154,7 @@ static hetcclResult_t impl_hetcclScatter(const void *sendbuff, void *recvbuff, s
 
 static hetcclResult_t p2p(const char *fn, int coll, const void *sendbuff, void *recvbuff, size_t count,
                           hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
-  HETCCL_TRY(common(fn, comm, dt, count, 1));
+  HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_rank(fn, "peer", peer, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "buffer", coll == HETCCL_COLL_SEND ? sendbuff : recvbuff, count));
   /* A lone send or receive to oneself can never be matched on host ranks. */

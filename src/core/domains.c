@@ -5,7 +5,6 @@
 #include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "util/params.h"
 #include "vendor/nccl/nccl_vendor.h"
 
 static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
@@ -88,7 +87,6 @@ static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
 
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
-  const struct hetccl_params *p = hetccl_params();
   hetccl_link **dlinks;
   c->vendor = vendor_for_kind(c->device_kind);
   if (!c->vendor) return hetccl_error(hetcclInvalidUsage, "no vendor library for device kind %d", c->device_kind);
@@ -106,7 +104,6 @@ hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
       .bcast = domain_bcast,
       .bcast_ctx = c,
   };
-  (void)p;
   HETCCL_CHECK(c->vendor->init(&args, &c->vcomm));
 fail:
   return rc;
