@@ -11,6 +11,7 @@
  * by the rank count for the overflow check (AllGather-like buffers). The
  * communicator is looked up once, here. */
 static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, int per_rank) {
+  HETCCL_TRY(hetccl_check_comm(fn, comm));
   HETCCL_TRY(hetccl_check_type(fn, dt));
   return hetccl_check_count(fn, count, per_rank ? (size_t)comm->nranks : 1, dt);
 }
