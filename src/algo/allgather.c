@@ -16,7 +16,7 @@ hetcclResult_t hetccl_plan_allgather(struct hetccl_plan_state *st, const struct 
   if (op->count == 0) return hetcclSuccess;
   int nd = t->domain_size, me = t->my_domain;
   char *out = op->recvbuff, *blocks;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_GATHER], (size_t)nd * bytes, (void **)&blocks));
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_GATHER, (size_t)nd * bytes, (void **)&blocks));
 
   struct hetccl_op v = *op;
   v.recvbuff = blocks;
@@ -24,20 +24,20 @@ hetcclResult_t hetccl_plan_allgather(struct hetccl_plan_state *st, const struct 
   HETCCL_TRY(hetccl_plan_vops_run(st));
   for (int j = 0; j < nd; j++) {
     char *dst = out + (size_t)t->domain_members[j] * bytes;
-    if (dst != blocks + (size_t)j * bytes) memmove(dst, blocks + (size_t)j * bytes, bytes);
+    HETCCL_TRY(hetccl_exec_copy(st, dst, blocks + (size_t)j * bytes, bytes));
   }
 
   for (int e = 0; e < st->ndomains; e++) {
     if (e == me) continue;
     int ne = st->dom_size[e];
-    HETCCL_TRY(hetccl_xfer_send(&st->xfers, t->links[st->dom_member[e][t->domain_rank % ne]], op->sendbuff, bytes));
+    HETCCL_TRY(hetccl_exec_send(st, t->links[st->dom_member[e][t->domain_rank % ne]], op->sendbuff, bytes));
     for (int x = 0; x < ne; x++)
       if (x % nd == t->domain_rank) {
         int src = st->dom_member[e][x];
-        HETCCL_TRY(hetccl_xfer_recv(&st->xfers, t->links[src], out + (size_t)src * bytes, bytes, NULL, NULL));
+        HETCCL_TRY(hetccl_exec_recv(st, t->links[src], out + (size_t)src * bytes, bytes));
       }
   }
-  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "AllGather exchange"));
+  HETCCL_TRY(hetccl_exec_exchange(st, "AllGather exchange"));
 
   for (int e = 0; e < st->ndomains; e++) {
     if (e == me) continue;

@@ -19,19 +19,6 @@
 #include "algo/plan_state.h"
 #include "util/error.h"
 
-struct reduce_arg {
-  char *dst;          /* result of the piece */
-  const char *a;      /* this domain's partial of the piece */
-  hetcclDataType_t dt;
-  size_t esz;
-  const hetccl_redop *redop;
-};
-
-static void reduce_consume(void *arg, size_t offset, const void *src, size_t bytes) {
-  const struct reduce_arg *r = arg;
-  hetccl_host_reduce(r->dst + offset, r->a + offset, 0, src, bytes / r->esz, r->dt, r->redop);
-}
-
 /* Step 2 over this rank's shard [lo, hi) of the padded result `res`. */
 static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct hetccl_op *op, const char *partial,
                                       char *res, size_t lo, const hetccl_redop *combine) {
@@ -46,43 +33,39 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
   if (npieces == 0) return hetcclSuccess;
 
   if (k == 2) {
-    struct reduce_arg *args;
-    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_ARGS], npieces * sizeof *args, (void **)&args));
     int other = 1 - t->my_domain;
-    size_t j = 0;
     hetccl_pieces_begin(&it, st, n);
     while (hetccl_pieces_next(&it, &a, &b)) {
       if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
       hetccl_link *l = t->links[hetccl_piece_owner(st, n, other, a)];
-      args[j] = (struct reduce_arg){res + a * esz, partial + (a - lo) * esz, op->dtype, esz, combine};
-      HETCCL_TRY(hetccl_xfer_send(&st->xfers, l, partial + (a - lo) * esz, (b - a) * esz));
-      HETCCL_TRY(hetccl_xfer_recv(&st->xfers, l, res + a * esz, (b - a) * esz, reduce_consume, &args[j]));
-      j++;
+      HETCCL_TRY(hetccl_exec_send(st, l, partial + (a - lo) * esz, (b - a) * esz));
+      HETCCL_TRY(hetccl_exec_recv_reduce(st, l, res + a * esz, partial + (a - lo) * esz, b - a, op->dtype, combine));
     }
-    return hetccl_xfer_wait(&st->xfers, t->timeout_ms, "AllReduce exchange");
+    return hetccl_exec_exchange(st, "AllReduce exchange");
   }
 
   /* k domains: partials of every domain land in slots laid out like the shard. */
   size_t shard = hetccl_shard_size(n, t->domain_size);
   char *slots;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PARTIALS], (size_t)k * shard * esz, (void **)&slots));
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_PARTIALS, (size_t)k * shard * esz, (void **)&slots));
   hetccl_pieces_begin(&it, st, n);
   while (hetccl_pieces_next(&it, &a, &b)) {
     if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
     for (int e = 0; e < k; e++) {
       if (e == t->my_domain) continue;
       hetccl_link *l = t->links[hetccl_piece_owner(st, n, e, a)];
-      HETCCL_TRY(hetccl_xfer_send(&st->xfers, l, partial + (a - lo) * esz, (b - a) * esz));
-      HETCCL_TRY(hetccl_xfer_recv(&st->xfers, l, slots + ((size_t)e * shard + (a - lo)) * esz, (b - a) * esz, NULL, NULL));
+      HETCCL_TRY(hetccl_exec_send(st, l, partial + (a - lo) * esz, (b - a) * esz));
+      HETCCL_TRY(hetccl_exec_recv(st, l, slots + ((size_t)e * shard + (a - lo)) * esz, (b - a) * esz));
     }
   }
-  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "AllReduce exchange"));
+  HETCCL_TRY(hetccl_exec_exchange(st, "AllReduce exchange"));
   size_t hi = lo + shard < n ? lo + shard : n;
-  memcpy(slots + (size_t)t->my_domain * shard * esz, partial, (hi - lo) * esz);
+  HETCCL_TRY(hetccl_exec_copy(st, slots + (size_t)t->my_domain * shard * esz, partial, (hi - lo) * esz));
   /* Same order on every owner: ((P0 op P1) op P2) ... */
-  memcpy(res + lo * esz, slots, (hi - lo) * esz);
+  HETCCL_TRY(hetccl_exec_copy(st, res + lo * esz, slots, (hi - lo) * esz));
   for (int e = 1; e < k; e++)
-    hetccl_host_reduce(res + lo * esz, res + lo * esz, 0, slots + (size_t)e * shard * esz, hi - lo, op->dtype, combine);
+    HETCCL_TRY(hetccl_exec_reduce(st, res + lo * esz, res + lo * esz, slots + (size_t)e * shard * esz, hi - lo, op->dtype,
+                                  combine));
   return hetcclSuccess;
 }
 
@@ -103,9 +86,9 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   const char *rs_in = op->sendbuff;
   char *res = op->recvbuff; /* padded result: all-gathered in place */
   if (!even) {
-    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PADDED], s * (size_t)nd * esz, (void **)&res));
-    memcpy(res, op->sendbuff, n * esz);
-    memset(res + n * esz, 0, (s * (size_t)nd - n) * esz);
+    HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_PADDED, s * (size_t)nd * esz, (void **)&res));
+    HETCCL_TRY(hetccl_exec_copy(st, res, op->sendbuff, n * esz));
+    HETCCL_TRY(hetccl_exec_zero(st, res + n * esz, (s * (size_t)nd - n) * esz));
     rs_in = res;
   }
   /* A one-rank domain's reduce-scatter is its input: with nothing to scale
@@ -116,7 +99,7 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   struct hetccl_op v = *op;
   if (!partial) {
     char *shard;
-    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_SHARD], s * esz, (void **)&shard));
+    HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_SHARD, s * esz, (void **)&shard));
     v.coll = HETCCL_COLL_REDUCESCATTER;
     v.sendbuff = rs_in;
     v.recvbuff = shard;
@@ -128,7 +111,7 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   }
 
   HETCCL_TRY(exchange_pieces(st, op, partial, res, lo, &combine));
-  if (op->redop.postdiv && hi > lo) hetccl_host_finish(res + lo * esz, hi - lo, op->dtype, &op->redop);
+  if (hi > lo) HETCCL_TRY(hetccl_exec_finish(st, res + lo * esz, hi - lo, op->dtype, &op->redop));
 
   if (nd > 1) { /* a one-rank domain already holds the whole result */
     v = *op;
@@ -139,7 +122,7 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
     HETCCL_TRY(hetccl_plan_vop_add(st, &v));
     HETCCL_TRY(hetccl_plan_vops_run(st));
   }
-  if (!even) memcpy(op->recvbuff, res, n * esz);
+  if (!even) HETCCL_TRY(hetccl_exec_copy(st, op->recvbuff, res, n * esz));
   return hetcclSuccess;
 }
 
@@ -168,14 +151,14 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
   const char *rs_in = op->sendbuff;
   if (s * (size_t)nd != n) {
     char *padded;
-    HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PADDED], s * (size_t)nd * esz, (void **)&padded));
-    memcpy(padded, op->sendbuff, n * esz);
-    memset(padded + n * esz, 0, (s * (size_t)nd - n) * esz);
+    HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_PADDED, s * (size_t)nd * esz, (void **)&padded));
+    HETCCL_TRY(hetccl_exec_copy(st, padded, op->sendbuff, n * esz));
+    HETCCL_TRY(hetccl_exec_zero(st, padded + n * esz, (s * (size_t)nd - n) * esz));
     rs_in = padded;
   }
   char *partial, *slots;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_SHARD], s * esz, (void **)&partial));
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_PARTIALS], (size_t)k * r * esz, (void **)&slots));
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_SHARD, s * esz, (void **)&partial));
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_PARTIALS, (size_t)k * r * esz, (void **)&slots));
   struct hetccl_op v = *op;
   v.coll = HETCCL_COLL_REDUCESCATTER;
   v.sendbuff = rs_in;
@@ -199,7 +182,7 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
       char *slot = slots + ((size_t)d * r + (a - (size_t)dest * r)) * esz;
       const char *from = partial + (a - lo) * esz;
       if (src == t->rank && dest == t->rank) {
-        memcpy(slot, from, bytes);
+        HETCCL_TRY(hetccl_exec_copy(st, slot, from, bytes));
         continue;
       }
       int peer = src == t->rank ? dest : src;
@@ -212,18 +195,17 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
         v.root = st->dom_rank_of[peer];
         HETCCL_TRY(hetccl_plan_vop_add(st, &v));
       } else if (src == t->rank) {
-        HETCCL_TRY(hetccl_xfer_send(&st->xfers, t->links[peer], from, bytes));
+        HETCCL_TRY(hetccl_exec_send(st, t->links[peer], from, bytes));
       } else {
-        HETCCL_TRY(hetccl_xfer_recv(&st->xfers, t->links[peer], slot, bytes, NULL, NULL));
+        HETCCL_TRY(hetccl_exec_recv(st, t->links[peer], slot, bytes));
       }
     }
   }
   HETCCL_TRY(hetccl_plan_vops_run(st));
-  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "ReduceScatter exchange"));
+  HETCCL_TRY(hetccl_exec_exchange(st, "ReduceScatter exchange"));
   /* ((P0 op P1) op P2) ... into this rank's output. */
   char *out = op->recvbuff;
-  memcpy(out, slots, r * esz);
-  for (int d = 1; d < k; d++) hetccl_host_reduce(out, out, 0, slots + (size_t)d * r * esz, r, op->dtype, &combine);
-  hetccl_host_finish(out, r, op->dtype, &op->redop);
-  return hetcclSuccess;
+  HETCCL_TRY(hetccl_exec_copy(st, out, slots, r * esz));
+  for (int d = 1; d < k; d++) HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)d * r * esz, r, op->dtype, &combine));
+  return hetccl_exec_finish(st, out, r, op->dtype, &op->redop);
 }

@@ -22,8 +22,8 @@ static hetcclResult_t transfer(struct hetccl_plan_state *st, const struct hetccl
     return hetccl_plan_vop_add(st, &v);
   }
   size_t bytes = count * hetccl_type_size(op->dtype);
-  if (send) return hetccl_xfer_send(&st->xfers, t->links[peer], buf, bytes);
-  return hetccl_xfer_recv(&st->xfers, t->links[peer], (void *)buf, bytes, NULL, NULL);
+  if (send) return hetccl_exec_send(st, t->links[peer], buf, bytes);
+  return hetccl_exec_recv(st, t->links[peer], (void *)buf, bytes);
 }
 
 static hetcclResult_t expand(struct hetccl_plan_state *st, const struct hetccl_op *op) {
@@ -68,5 +68,5 @@ hetcclResult_t hetccl_plan_p2p(struct hetccl_plan_state *st, const struct hetccl
   /* The vendor batch completes on its own (host ranks) before the links are
    * driven; every rank runs the same two steps, so neither waits on the other. */
   HETCCL_TRY(hetccl_plan_vops_run(st));
-  return hetccl_xfer_wait(&st->xfers, st->topo->timeout_ms, "point-to-point exchange");
+  return hetccl_exec_exchange(st, "point-to-point exchange");
 }

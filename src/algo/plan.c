@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/exec_device.h"
 #include "algo/plan_state.h"
 #include "device/device.h"
 #include "util/error.h"
@@ -54,15 +55,30 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
     if (!st->dom_member[d]) goto oom;
   }
   for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
+  if (t->device_kind != HETCCL_DEVICE_HOST && t->ndomains > 1) {
+    const struct hetccl_device_ops *dev = hetccl_device_get(t->device_kind);
+    hetcclResult_t rc = dev ? hetccl_dexec_create(dev, t->device, t->timeout_ms, t->async_error, &st->dexec)
+                            : hetccl_error(hetcclInvalidUsage, "no device ops for kind %d", t->device_kind);
+    if (rc != hetcclSuccess) {
+      hetccl_plan_state_free(st, 0);
+      return rc;
+    }
+  }
   *out = st;
   return hetcclSuccess;
 oom:
-  hetccl_plan_state_free(st);
+  hetccl_plan_state_free(st, 0);
   return hetccl_error(hetcclSystemError, "out of memory for plan state");
 }
 
-void hetccl_plan_state_free(struct hetccl_plan_state *st) {
+hetcclResult_t hetccl_plan_drain(struct hetccl_plan_state *st) {
+  return st && st->dexec ? hetccl_dexec_drain(st->dexec) : hetcclSuccess;
+}
+
+void hetccl_plan_state_free(struct hetccl_plan_state *st, int abort) {
   if (!st) return;
+  hetccl_dexec_destroy(st->dexec, abort);
+  hetccl_phase_free(&st->phase);
   for (int d = 0; st->dom_member && d < st->ndomains; d++) free(st->dom_member[d]);
   free(st->dom_member);
   free(st->dom_size);
@@ -86,16 +102,21 @@ static size_t alltoall_send_bytes(const struct hetccl_plan_state *st, const stru
 static hetcclResult_t alltoall_inplace_copy(struct hetccl_plan_state *st, const struct hetccl_op *op, struct hetccl_op *out) {
   size_t bytes = alltoall_send_bytes(st, op);
   void *copy;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_INPLACE], bytes, &copy));
-  memcpy(copy, op->sendbuff, bytes);
+  st->stream = op->stream;
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_INPLACE, bytes, &copy));
+  HETCCL_TRY(hetccl_exec_copy(st, copy, op->sendbuff, bytes));
   *out = *op;
   out->sendbuff = copy;
   return hetcclSuccess;
 }
 
 static int needs_inplace_copy(const struct hetccl_plan_state *st, const struct hetccl_op *op) {
-  /* GPU vendors take in-place AlltoAll as they define it; host memory is copied here. */
-  return st->topo->device_kind == HETCCL_DEVICE_HOST && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
+  /* GPU vendors take in-place AlltoAll as they define it, so one GPU domain
+   * passes it through; host memory, and every rank across domains (whose
+   * link sends read the input after the vendor phase wrote the output), copy
+   * the input aside first. */
+  int kind_copies = st->topo->device_kind == HETCCL_DEVICE_HOST || st->topo->ndomains > 1;
+  return kind_copies && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
          op->sendbuff == op->recvbuff;
 }
 
@@ -104,6 +125,7 @@ static int is_p2p_shaped(int coll) {
 }
 
 static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  st->stream = op->stream;
   switch (op->coll) {
     case HETCCL_COLL_ALLREDUCE: return hetccl_plan_allreduce(st, op);
     case HETCCL_COLL_REDUCESCATTER: return hetccl_plan_reducescatter(st, op);
@@ -156,6 +178,8 @@ static void log_plans(struct hetccl_plan_state *st, const struct hetccl_op *ops,
   }
 }
 
+static hetcclResult_t plan_run_domains(struct hetccl_plan_state *st, const struct hetccl_op *ops, int n);
+
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n) {
   if (n <= 0) return hetcclSuccess;
   struct hetccl_plan_state *st = t->state;
@@ -172,6 +196,24 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
     }
     return t->vendor->run(t->vcomm, ops, n);
   }
+  if (!st->dexec) return plan_run_domains(st, ops, n);
+  /* One stream carries a GPU rank's batch: its link phases share staging
+   * and are ordered by waits on that stream. */
+  for (int i = 1; i < n; i++)
+    if (ops[i].stream != ops[0].stream)
+      return hetccl_error(hetcclInvalidUsage,
+                          "a group on a communicator spanning %d domains uses several streams; across domains "
+                          "HetCCL takes one stream per group (issue the operations on one stream, or in "
+                          "separate groups)", t->ndomains);
+  /* Stream work needs the rank's context, also on a group's worker thread. */
+  const struct hetccl_device_ops *dev = hetccl_dexec_dev(st->dexec);
+  HETCCL_TRY(dev->ctx_push(t->device));
+  hetcclResult_t rc = plan_run_domains(st, ops, n);
+  hetcclResult_t pop = dev->ctx_pop();
+  return rc != hetcclSuccess ? rc : pop;
+}
+
+static hetcclResult_t plan_run_domains(struct hetccl_plan_state *st, const struct hetccl_op *ops, int n) {
   /* Collectives in order; the batch's sends and receives together at the end. */
   int np2p = 0;
   for (int i = 0; i < n; i++) {
@@ -182,5 +224,6 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
     HETCCL_TRY(run_one(st, &ops[i]));
   }
   if (np2p == 0) return hetcclSuccess;
+  st->stream = ops[0].stream;
   return hetccl_plan_p2p(st, ops, n, 1);
 }

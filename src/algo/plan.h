@@ -7,6 +7,8 @@
 #ifndef HETCCL_ALGO_PLAN_H
 #define HETCCL_ALGO_PLAN_H
 
+#include <stdatomic.h>
+
 #include "transport/transport.h"
 #include "vendor/vendor.h"
 
@@ -28,14 +30,21 @@ struct hetccl_topology {
   hetccl_vcomm *vcomm;
   int64_t timeout_ms;
   size_t chunk_bytes;
+  int device;                    /* this rank's device ordinal (-1: host) */
+  atomic_int *async_error;       /* where the progress engine reports a failure */
   struct hetccl_plan_state *state;  /* cross-domain scratch (NULL with one domain) */
 };
 
 struct hetccl_plan_state;
 hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct hetccl_plan_state **out);
-void hetccl_plan_state_free(struct hetccl_plan_state *st);
+/* abort: GPU ranks stop their progress engine without waiting for device work. */
+void hetccl_plan_state_free(struct hetccl_plan_state *st, int abort);
+/* GPU ranks: waits until the progress engine has finished every submitted
+ * cross-domain phase (finalize); nothing to do on host ranks. */
+hetcclResult_t hetccl_plan_drain(struct hetccl_plan_state *st);
 
-/* Runs ops[0..n) (global rank numbering) to completion on host ranks. */
+/* Runs ops[0..n) (global rank numbering): to completion on host ranks,
+ * enqueued on the operations' stream on GPU ranks. */
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n);
 
 #endif

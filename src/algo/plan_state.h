@@ -3,6 +3,7 @@
 #ifndef HETCCL_ALGO_PLAN_STATE_H
 #define HETCCL_ALGO_PLAN_STATE_H
 
+#include "algo/exec.h"
 #include "algo/plan.h"
 #include "algo/xfer.h"
 
@@ -16,7 +17,6 @@ enum {
   HETCCL_SCRATCH_PADDED = 0,  /* AllReduce: input padded to whole shards */
   HETCCL_SCRATCH_SHARD,       /* AllReduce: the domain-reduced shard */
   HETCCL_SCRATCH_PARTIALS,    /* k-way: other domains' partials */
-  HETCCL_SCRATCH_ARGS,        /* consume-callback arguments */
   HETCCL_SCRATCH_RESULT,      /* ReduceScatter: full AllReduce result; Reduce: domain partial */
   HETCCL_SCRATCH_GATHER,      /* AllGather: the domain's blocks */
   HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
@@ -31,11 +31,15 @@ struct hetccl_plan_state {
   struct hetccl_scratch scratch[HETCCL_SCRATCH_SLOTS];
   struct hetccl_op *vops;   /* vendor batch being built */
   int nvops, vops_cap;
-  struct hetccl_xfer_batch xfers;
+  struct hetccl_xfer_batch xfers;     /* host ranks: a link phase under way */
+  struct hetccl_phase phase;          /* the link phase being recorded (exec.h) */
+  struct hetccl_dexec *dexec;         /* GPU ranks: the device executor; NULL on host ranks */
+  hetcclStream_t stream;              /* the stream of the operation being planned */
   const struct hetccl_topology *topo;
   unsigned char logged[HETCCL_COLL_COUNT]; /* plan already logged for this collective */
 };
 
+/* Host memory scratch (plans use hetccl_exec_scratch, which picks the rank's memory). */
 hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void **ptr);
 hetcclResult_t hetccl_plan_vop_add(struct hetccl_plan_state *st, const struct hetccl_op *op);
 /* Runs the vendor batch built so far (domain numbering) and empties it. */

@@ -17,11 +17,11 @@ hetcclResult_t hetccl_plan_broadcast(struct hetccl_plan_state *st, const struct 
   int root_dom = t->domain_of[op->root];
   if (t->rank == op->root) {
     for (int e = 0; e < st->ndomains; e++)
-      if (e != root_dom) HETCCL_TRY(hetccl_xfer_send(&st->xfers, t->links[st->dom_member[e][0]], op->sendbuff, bytes));
+      if (e != root_dom) HETCCL_TRY(hetccl_exec_send(st, t->links[st->dom_member[e][0]], op->sendbuff, bytes));
   } else if (t->my_domain != root_dom && t->domain_rank == 0) {
-    HETCCL_TRY(hetccl_xfer_recv(&st->xfers, t->links[op->root], op->recvbuff, bytes, NULL, NULL));
+    HETCCL_TRY(hetccl_exec_recv(st, t->links[op->root], op->recvbuff, bytes));
   }
-  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "Broadcast exchange"));
+  HETCCL_TRY(hetccl_exec_exchange(st, "Broadcast exchange"));
   struct hetccl_op v = *op;
   if (t->my_domain == root_dom) {
     v.root = st->dom_rank_of[op->root];
@@ -43,7 +43,7 @@ hetcclResult_t hetccl_plan_reduce(struct hetccl_plan_state *st, const struct het
   /* Partials of all domains at the root, one slot per domain. */
   char *slots;
   size_t need = t->rank == op->root ? (size_t)k * bytes : bytes;
-  HETCCL_TRY(hetccl_scratch_get(&st->scratch[HETCCL_SCRATCH_RESULT], need, (void **)&slots));
+  HETCCL_TRY(hetccl_exec_scratch(st, HETCCL_SCRATCH_RESULT, need, (void **)&slots));
   char *mine = t->rank == op->root ? slots + (size_t)t->my_domain * bytes : slots;
 
   struct hetccl_op v = *op;
@@ -56,19 +56,19 @@ hetcclResult_t hetccl_plan_reduce(struct hetccl_plan_state *st, const struct het
   if (t->rank == op->root) {
     for (int e = 0; e < k; e++)
       if (e != root_dom)
-        HETCCL_TRY(hetccl_xfer_recv(&st->xfers, t->links[st->dom_member[e][0]], slots + (size_t)e * bytes, bytes, NULL, NULL));
+        HETCCL_TRY(hetccl_exec_recv(st, t->links[st->dom_member[e][0]], slots + (size_t)e * bytes, bytes));
   } else if (t->my_domain != root_dom && t->domain_rank == 0) {
-    HETCCL_TRY(hetccl_xfer_send(&st->xfers, t->links[op->root], mine, bytes));
+    HETCCL_TRY(hetccl_exec_send(st, t->links[op->root], mine, bytes));
   }
-  HETCCL_TRY(hetccl_xfer_wait(&st->xfers, t->timeout_ms, "Reduce exchange"));
+  HETCCL_TRY(hetccl_exec_exchange(st, "Reduce exchange"));
   if (t->rank != op->root) return hetcclSuccess;
 
   hetccl_redop combine = op->redop;
   combine.premul = 0;
   combine.postdiv = 0;
   char *out = op->recvbuff;
-  memcpy(out, slots, bytes);
-  for (int e = 1; e < k; e++) hetccl_host_reduce(out, out, 0, slots + (size_t)e * bytes, op->count, op->dtype, &combine);
-  hetccl_host_finish(out, op->count, op->dtype, &op->redop);
-  return hetcclSuccess;
+  HETCCL_TRY(hetccl_exec_copy(st, out, slots, bytes));
+  for (int e = 1; e < k; e++)
+    HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)e * bytes, op->count, op->dtype, &combine));
+  return hetccl_exec_finish(st, out, op->count, op->dtype, &op->redop);
 }

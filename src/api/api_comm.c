@@ -101,7 +101,7 @@ HETCCL_API hetcclResult_t hetcclCommDestroy(hetcclComm_t comm) {
 HETCCL_API hetcclResult_t hetcclCommAbort(hetcclComm_t comm) {
   if (!comm) return hetcclSuccess;
   HETCCL_TRY(hetccl_check_comm("hetcclCommAbort", comm));
-  return hetccl_comm_destroy(comm);
+  return hetccl_comm_abort(comm);
 }
 
 HETCCL_API hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t *asyncError) {

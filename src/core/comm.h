@@ -87,6 +87,7 @@ struct hetccl_comm {
 
   atomic_int async_error;           /* first failure of an operation, else hetcclSuccess */
   int finalized;
+  int aborting;                     /* hetcclCommAbort: stop without waiting for device work */
 
   struct hetccl_comm_worker *worker;  /* made on first group spanning several comms */
 };

@@ -165,6 +165,8 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .vcomm = c->vcomm,
       .timeout_ms = c->net.timeout_ms,
       .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
+      .device = c->device,
+      .async_error = &c->async_error,
   };
   HETCCL_CHECK(hetccl_plan_state_create(&c->topo, &c->topo.state));
   HETCCL_INFO("rank %d/%d ready: domain %d of %d (%d ranks, vendor %s)", c->rank, c->nranks, c->my_domain, c->ndomains,
@@ -206,7 +208,7 @@ hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c) {
 void hetccl_comm_free(struct hetccl_comm *c) {
   if (!c) return;
   hetccl_worker_stop(c);
-  hetccl_plan_state_free(c->topo.state);
+  hetccl_plan_state_free(c->topo.state, c->aborting);
   if (c->vcomm && c->vendor) c->vendor->destroy(c->vcomm);
   if (c->links) {
     for (int i = 0; i < c->nranks; i++)

@@ -27,14 +27,6 @@ hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
     if (c->domain_of[r] < 0) c->domain_of[r] = c->ndomains++;
   }
   c->my_domain = c->domain_of[c->rank];
-  /* The cross-domain plans move data with host memory operations; GPU ranks
-   * need the stream-ordered path (NVIDIA issue) before they can take part. */
-  for (int r = 0; r < n && c->ndomains > 1; r++)
-    if (c->infos[r].device_kind != HETCCL_DEVICE_HOST)
-      return hetccl_error(hetcclInvalidUsage,
-                          "rank %d is a GPU rank in a communicator of %d domains; cross-domain collectives on GPU "
-                          "ranks are not available in this build (use one domain, or HETCCL_DEVICE=host)",
-                          r, c->ndomains);
   c->domain_size = 0;
   for (int r = 0; r < n; r++) c->domain_size += c->domain_of[r] == c->my_domain;
   c->domain_members = malloc((size_t)c->domain_size * sizeof *c->domain_members);

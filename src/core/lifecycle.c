@@ -126,11 +126,18 @@ hetcclResult_t hetccl_comm_finalize(struct hetccl_comm *c) {
   hetcclResult_t rc = hetccl_comm_wait_init(c);
   if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "finalize of a communicator whose init failed");
   if (c->finalized) return hetcclSuccess;
-  /* Host operations are complete on return; the barrier makes sure no peer
-   * still reads from this rank's links when they close. */
-  rc = hetccl_bootstrap_barrier(c->bootstrap);
+  /* Host operations are complete on return; GPU ranks wait for their
+   * progress engine to finish what was enqueued. The barrier makes sure no
+   * peer still reads from this rank's links when they close. */
+  rc = hetccl_plan_drain(c->topo.state);
+  if (rc == hetcclSuccess) rc = hetccl_bootstrap_barrier(c->bootstrap);
   if (rc == hetcclSuccess) c->finalized = 1;
   return rc;
+}
+
+hetcclResult_t hetccl_comm_abort(struct hetccl_comm *c) {
+  c->aborting = 1;
+  return hetccl_comm_destroy(c);
 }
 
 hetcclResult_t hetccl_comm_destroy(struct hetccl_comm *c) {

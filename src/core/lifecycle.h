@@ -12,5 +12,7 @@ hetcclResult_t hetccl_comm_split(struct hetccl_comm *c, int color, int key, hetc
 hetcclResult_t hetccl_comm_finalize(struct hetccl_comm *c);
 /* Local teardown; abort does not wait for anything. */
 hetcclResult_t hetccl_comm_destroy(struct hetccl_comm *c);
+/* As destroy, without waiting for enqueued device work (GPU ranks). */
+hetcclResult_t hetccl_comm_abort(struct hetccl_comm *c);
 
 #endif

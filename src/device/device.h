@@ -63,6 +63,8 @@ struct hetccl_device_ops {
   /* Copy of `bytes` on `stream`, any direction (host<->device, device<->device;
    * pinned host memory makes host copies truly asynchronous). */
   hetcclResult_t (*copy_async)(void *dst, const void *src, size_t bytes, hetcclStream_t stream);
+  /* Sets `bytes` of device memory to zero on `stream`. */
+  hetcclResult_t (*zero_async)(void *dst, size_t bytes, hetcclStream_t stream);
 
   /* Pinned, device-mapped host memory usable from every device: *host for
    * the CPU, *dev for device work (kernels, stream_wait/write_value32). */

@@ -89,6 +89,7 @@ const struct hetccl_device_ops hetccl_device_cuda = {
     .event_query = hetccl_cuda_event_query,
     .event_destroy = hetccl_cuda_event_destroy,
     .copy_async = hetccl_cuda_copy_async,
+    .zero_async = hetccl_cuda_zero_async,
     .host_alloc = hetccl_cuda_host_alloc,
     .host_free = hetccl_cuda_host_free,
     .host_register = hetccl_cuda_host_register,

@@ -44,6 +44,7 @@ static const struct entry g_entries[] = {
     E(MemAlloc, "cuMemAlloc_v2"),
     E(MemFree, "cuMemFree_v2"),
     E(MemcpyAsync, "cuMemcpyAsync"),
+    E(MemsetD8Async, "cuMemsetD8Async"),
     E(MemHostAlloc, "cuMemHostAlloc"),
     E(MemFreeHost, "cuMemFreeHost"),
     E(MemHostRegister, "cuMemHostRegister_v2"),

@@ -78,6 +78,7 @@ struct hetccl_cu {
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*MemHostAlloc)(void **, size_t, unsigned);
   CUresult (*MemFreeHost)(void *);
   CUresult (*MemHostRegister)(void *, size_t, unsigned);

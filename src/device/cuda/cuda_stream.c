@@ -87,6 +87,14 @@ hetcclResult_t hetccl_cuda_copy_async(void *dst, const void *src, size_t bytes, 
   return hetcclSuccess;
 }
 
+hetcclResult_t hetccl_cuda_zero_async(void *dst, size_t bytes, hetcclStream_t stream) {
+  const struct hetccl_cu *cu;
+  if (bytes == 0) return hetcclSuccess;
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  HETCCL_CU_TRY(cu, MemsetD8Async((CUdeviceptr)(uintptr_t)dst, 0, bytes, (CUstream)stream));
+  return hetcclSuccess;
+}
+
 /*
  * Stream memory operations are always available from CUDA 12 on (the v2
  * API); older drivers advertise them per device. Only GEQ and EQ waits are

@@ -1,0 +1,69 @@
+/*
+ * What plans do to memory, for either kind of rank. A plan is written once
+ * as copies, zeroing, reductions, vendor phases and link phases; on host
+ * ranks each step runs on the caller's thread and is done on return; on GPU
+ * ranks each step is enqueued on the operation's stream (st->stream) and a
+ * link phase becomes a progress-engine job gated by events, staged through
+ * pinned memory, ordered back into the stream by flag waits (progress.h).
+ *
+ * A link phase is recorded with exec_send / exec_recv / exec_recv_reduce and
+ * run by exec_exchange. Every transfer is cut into the same chunks on both
+ * ends (hetccl_link_chunk), so a host rank and a GPU rank exchange the same
+ * messages; buffers passed to a phase must stay untouched until the phase
+ * has run (on GPU ranks: until the stream has passed it).
+ */
+#ifndef HETCCL_ALGO_EXEC_H
+#define HETCCL_ALGO_EXEC_H
+
+#include <stddef.h>
+
+#include "device/reduce.h"
+#include "transport/transport.h"
+
+struct hetccl_plan_state;
+
+struct hetccl_phase_xfer {
+  int send;
+  hetccl_link *link;
+  const void *src;   /* send */
+  void *dst;         /* receive */
+  const void *a;     /* receive-reduce: dst = a op received; NULL: plain receive */
+  size_t bytes;
+  hetcclDataType_t dt;
+  hetccl_redop op;
+};
+
+struct hetccl_phase {
+  struct hetccl_phase_xfer *x;
+  int n, cap;
+  void *args;        /* host ranks: consume-callback arguments */
+  size_t args_cap;
+};
+
+/* Link messages are cut into chunks of this size (the last one shorter):
+ * whole 64-byte units, at least 1 MiB, at most 8 per transfer, so the device
+ * path pipelines staging, link and reduction without a flood of stream work. */
+size_t hetccl_link_chunk(size_t bytes);
+
+/* Scratch of the rank's memory kind (device memory on GPU ranks), one per slot, grown once. */
+hetcclResult_t hetccl_exec_scratch(struct hetccl_plan_state *st, int slot, size_t bytes, void **ptr);
+hetcclResult_t hetccl_exec_copy(struct hetccl_plan_state *st, void *dst, const void *src, size_t bytes);
+hetcclResult_t hetccl_exec_zero(struct hetccl_plan_state *st, void *dst, size_t bytes);
+/* dst = a op b (op's premul and postdiv are not applied). */
+hetcclResult_t hetccl_exec_reduce(struct hetccl_plan_state *st, void *dst, const void *a, const void *b, size_t count,
+                                  hetcclDataType_t dt, const hetccl_redop *op);
+/* Integer Avg's division (op->postdiv); nothing otherwise. */
+hetcclResult_t hetccl_exec_finish(struct hetccl_plan_state *st, void *buf, size_t count, hetcclDataType_t dt,
+                                  const hetccl_redop *op);
+
+hetcclResult_t hetccl_exec_send(struct hetccl_plan_state *st, hetccl_link *l, const void *buf, size_t bytes);
+hetcclResult_t hetccl_exec_recv(struct hetccl_plan_state *st, hetccl_link *l, void *buf, size_t bytes);
+/* dst[i] = a[i] op received[i] for count elements. */
+hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_plan_state *st, hetccl_link *l, void *dst, const void *a,
+                                       size_t count, hetcclDataType_t dt, const hetccl_redop *op);
+/* Runs the recorded phase (host: to completion; GPU: enqueued) and empties it. */
+hetcclResult_t hetccl_exec_exchange(struct hetccl_plan_state *st, const char *what);
+
+void hetccl_phase_free(struct hetccl_phase *ph);
+
+#endif

@@ -1,0 +1,235 @@
+#include "algo/exec_device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/plan_state.h"
+#include "algo/progress.h"
+#include "util/error.h"
+#include "util/time.h"
+#include "util/wait.h"
+
+struct dbuf {
+  void *host;  /* pinned staging: the CPU's address; device scratch: NULL */
+  void *dev;   /* the device's address */
+  size_t bytes;
+};
+
+/* Memory replaced while stream work may still use it: freed once `event`
+ * (recorded on that stream when it was replaced) has completed. */
+struct retired {
+  struct dbuf buf;
+  void *event;
+};
+
+struct hetccl_dexec {
+  const struct hetccl_device_ops *dev;
+  int device;
+  int64_t timeout_ms;
+  struct hetccl_progress *engine;
+  void *flag;
+  struct dbuf scratch[HETCCL_SCRATCH_SLOTS];
+  struct dbuf send, recv;  /* pinned, device-mapped staging of one link phase */
+  struct retired *ret;
+  int nret, ret_cap;
+  void *done_event;        /* recorded after the last phase's stream work */
+  hetcclStream_t last_stream;
+  int used;
+};
+
+const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
+
+static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
+  if (b->host) d->dev->host_free(b->host);
+  else if (b->dev) d->dev->mem_free(d->device, b->dev);
+  memset(b, 0, sizeof *b);
+}
+
+static void reap(struct hetccl_dexec *d) {
+  int j = 0;
+  for (int i = 0; i < d->nret; i++) {
+    struct retired *r = &d->ret[i];
+    if (d->dev->event_query(r->event) == hetcclSuccess) {
+      dbuf_free(d, &r->buf);
+      d->dev->event_destroy(r->event);
+    } else {
+      d->ret[j++] = *r;
+    }
+  }
+  d->nret = j;
+}
+
+static hetcclResult_t retire(struct hetccl_dexec *d, struct dbuf *b, hetcclStream_t stream) {
+  if (!b->dev) return hetcclSuccess;
+  if (d->nret == d->ret_cap) {
+    int cap = d->ret_cap ? d->ret_cap * 2 : 8;
+    struct retired *r = realloc(d->ret, (size_t)cap * sizeof *r);
+    if (!r) return hetccl_error(hetcclSystemError, "out of memory retiring a staging buffer");
+    d->ret = r;
+    d->ret_cap = cap;
+  }
+  void *ev;
+  HETCCL_TRY(d->dev->event_create(d->device, &ev));
+  hetcclResult_t rc = d->dev->event_record(ev, stream);
+  if (rc != hetcclSuccess) {
+    d->dev->event_destroy(ev);
+    return rc;
+  }
+  d->ret[d->nret++] = (struct retired){*b, ev};
+  memset(b, 0, sizeof *b);
+  return hetcclSuccess;
+}
+
+/* Grows `b` to at least `bytes` (powers of two from 1 MiB, so a few calls of
+ * rising size settle quickly); the old memory is retired, not freed. */
+static hetcclResult_t ensure(struct hetccl_dexec *d, struct dbuf *b, size_t bytes, int pinned, hetcclStream_t stream) {
+  if (bytes <= b->bytes) return hetcclSuccess;
+  size_t cap = (size_t)1 << 20;
+  while (cap < bytes) cap *= 2;
+  HETCCL_TRY(retire(d, b, stream));
+  if (pinned) HETCCL_TRY(d->dev->host_alloc(d->device, cap, &b->host, &b->dev));
+  else HETCCL_TRY(d->dev->mem_alloc(d->device, cap, &b->dev));
+  b->bytes = cap;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t bytes, hetcclStream_t stream, void **ptr) {
+  reap(d);
+  HETCCL_TRY(ensure(d, &d->scratch[slot], bytes, 0, stream));
+  *ptr = d->scratch[slot].dev;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
+                                   atomic_int *error_out, struct hetccl_dexec **out) {
+  if (!dev->zero_async || !dev->reduce || !dev->copy_async)
+    return hetccl_error(hetcclInvalidUsage, "the %s device kind cannot run cross-domain collectives", dev->name);
+  struct hetccl_dexec *d = calloc(1, sizeof *d);
+  if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
+  d->dev = dev;
+  d->device = device;
+  d->timeout_ms = timeout_ms;
+  hetcclResult_t rc = dev->event_create(device, &d->done_event);
+  if (rc != hetcclSuccess) {
+    d->done_event = NULL;
+    goto fail;
+  }
+  rc = hetccl_progress_create(dev, device, timeout_ms, error_out, &d->engine);
+  if (rc != hetcclSuccess) goto fail;
+  d->flag = hetccl_progress_flag(d->engine);
+  *out = d;
+  return hetcclSuccess;
+fail:
+  hetccl_dexec_destroy(d, 0);
+  return rc;
+}
+
+static size_t total_bytes(const struct hetccl_phase *ph, int send) {
+  size_t t = 0;
+  for (int i = 0; i < ph->n; i++)
+    if (ph->x[i].send == send) t += ph->x[i].bytes;
+  return t;
+}
+
+/* Stream order of one phase: gate 0; each send chunk copied to staging and
+ * its event; (engine: receives, sends as gates open); for each receive
+ * chunk a wait on the flag, then its copy or reduction out of staging; a
+ * wait for the whole job; the done event. */
+hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
+  const struct hetccl_device_ops *D = d->dev;
+  reap(d);
+  HETCCL_TRY(ensure(d, &d->send, total_bytes(ph, 1), 1, stream));
+  HETCCL_TRY(ensure(d, &d->recv, total_bytes(ph, 0), 1, stream));
+  /* Staging is shared by every phase of this communicator: a phase on
+   * another stream starts after the previous one's stream work. */
+  if (d->used && stream != d->last_stream) HETCCL_TRY(D->stream_wait_event(stream, d->done_event));
+
+  struct hetccl_progress_job *job;
+  void *ev;
+  int gate;
+  HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
+  HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+  HETCCL_TRY(D->event_record(ev, stream));
+  char *staged = d->send.host;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (!x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(D->copy_async(staged + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+      HETCCL_TRY(D->event_record(ev, stream));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, staged + off, n, 1, gate));
+    }
+    staged += x->bytes;
+  }
+  char *landing = d->recv.host;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, n, 0, 0));
+    }
+    landing += x->bytes;
+  }
+  hetccl_progress_submit(d->engine, job);
+  uint32_t base = job->flag_base, nrecv = (uint32_t)job->nrecv, k = 0;
+
+  size_t at = 0; /* offset in the receive staging */
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
+      if (x->a)
+        HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
+                             x->dt, &x->op, 0, stream));
+      else
+        HETCCL_TRY(D->copy_async((char *)x->dst + off, d->recv.host + at + off, n, stream));
+    }
+    at += x->bytes;
+  }
+  HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ));
+  HETCCL_TRY(D->event_record(d->done_event, stream));
+  d->last_stream = stream;
+  d->used = 1;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d) { return hetccl_progress_drain(d->engine); }
+
+void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
+  if (!d) return;
+  hetccl_progress_destroy(d->engine, abort);
+  if (abort) {
+    free(d->ret); /* the memory itself stays: the device may still use it */
+    free(d);
+    return;
+  }
+  /* The last phase's stream work finishes before its memory goes. */
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  uint64_t deadline = hetccl_deadline_ms(d->timeout_ms);
+  int settled = 1;
+  while (d->used && d->done_event && d->dev->event_query(d->done_event) == hetcclInProgress) {
+    if (hetccl_expired(deadline)) {
+      settled = 0;
+      break;
+    }
+    hetccl_backoff_pause(&bo);
+  }
+  if (settled) {
+    for (int s = 0; s < HETCCL_SCRATCH_SLOTS; s++) dbuf_free(d, &d->scratch[s]);
+    dbuf_free(d, &d->send);
+    dbuf_free(d, &d->recv);
+    reap(d);
+  }
+  if (d->done_event) d->dev->event_destroy(d->done_event);
+  free(d->ret);
+  free(d);
+}
