@@ -1,40 +1,49 @@
 /*
- * HetCCL on cuda ranks through the public API, with device buffers: every
- * collective x every data type x every op (sum, prod, max, min, avg,
- * premulsum) x counts {0, 1, 7, 1023, 2^20+3} x in-place and out-of-place,
- * on N forked ranks (one GPU each; N = the number of GPUs). Inputs are made
- * and results checked on the host by the test harness (tests/harness: its
- * own codecs and references, no library code): each buffer is prepared in
- * a host mirror with guard bytes on both sides, copied to the device, the
- * call runs on the rank's stream, the stream is synchronized and the whole
- * buffer (guards included) is copied back and checked element by element.
+ * HetCCL through the public API, with device buffers: every collective x
+ * every data type x every op (sum, prod, max, min, avg, premulsum) x counts
+ * {0, 1, 7, 1023, 2^20+3} x in-place and out-of-place, on forked ranks of a
+ * layout: each rank's device kind (cuda, or host: CPU memory) and domain
+ * label (HETCCL_DEVICE, HETCCL_DOMAIN; see gpu_layout.h). A cuda rank takes
+ * the GPU of its index among the cuda ranks of its domain; a host rank has
+ * no stream (NULL; its calls complete on return). Inputs are made and
+ * results checked on the host by the test harness (tests/harness: its own
+ * codecs and references, no library code): each buffer is prepared in a
+ * host mirror with guard bytes on both sides, copied to the device, the call
+ * runs on the rank's stream, the stream is synchronized and the whole buffer
+ * (guards included) is copied back and checked element by element.
  *
  * Jobs (each its own forked ranks, so that a crash in one does not hide the
- * results of the others):
- *   matrix        everything but in-place AlltoAll(v), plus an AllReduce on
- *                 the legacy default stream (stream NULL) per type and
+ * results of the others), per layout:
+ *   matrix [LAYOUT]   everything but in-place AlltoAll(v), plus an AllReduce
+ *                 on the legacy default stream (stream NULL) per type and
  *                 count. Reduce/ReduceScatter with avg or premulsum on the
  *                 fp8 types, which NCCL cannot do, must be right or refused
  *                 with hetcclInvalidArgument naming fp8; refusals are
  *                 counted and printed, and once a combination (type, op,
  *                 collective, layout) is refused its larger counts are
  *                 skipped (each refusal costs a new communicator, below;
- *                 the refusal does not depend on the count). A failed operation leaves the
- *                 communicator in an error state (src/core), so after any
- *                 case that leaves one on any rank, all ranks make a new
- *                 communicator: one failure costs one case, not the rest.
- *   alltoall-in-place   in-place AlltoAll and AlltoAllv
- *   refusal       GPU ranks in two domains (HETCCL_DOMAIN d0/d1), and a GPU
- *                 rank with a host rank: hetcclCommInitRank must return
- *                 hetcclInvalidUsage on every rank, with a message about
- *                 domains (two ranks; they may share GPU 0, NCCL is never
- *                 reached)
+ *                 the refusal does not depend on the count). A failed
+ *                 operation leaves the communicator in an error state
+ *                 (src/core), so after any case that leaves one on any
+ *                 rank, all ranks make a new communicator: one failure costs
+ *                 one case, not the rest.
+ *   alltoall-in-place [LAYOUT]   in-place AlltoAll and AlltoAllv
+ * Layouts: with --layout, that one only. Without: N cuda ranks in one domain
+ * (N = --ranks, default the number of GPUs), then the communicators that
+ * span domains: cuda:d0,cuda:d1 (two cuda domains, which may share GPU 0),
+ * cuda,host (kinds differ: two domains) and cuda:d0,cuda:d1,host.
  *
- * usage: test_gpu_collectives [--ranks N] [--counts 0,1,7] [--colls a,b]
- *                             [--types t,u] [--ops o,p] [--timeout S] [-v]
+ * usage: test_gpu_collectives [--ranks N | --layout KIND[:LABEL],...]
+ *                             [--counts 0,1,7] [--colls a,b] [--types t,u]
+ *                             [--ops o,p] [--timeout S] [-v]
+ *   e.g. --layout cuda:d0,cuda:d1,host;  a 1 GiB-per-rank AllReduce:
+ *        --layout cuda:d0,cuda:d1 --colls allreduce --types float32
+ *        --ops sum --counts 268435456
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
 #include <malloc.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +53,7 @@
 #include <unistd.h>
 
 #include "device/device.h"
+#include "gpu_layout.h"
 #include "ht.h"
 
 enum { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTOALL, C_ALLTOALLV, C_GATHER,
@@ -60,8 +70,10 @@ struct opts {
   unsigned coll_mask, type_mask, op_mask;
   int timeout_s, verbose, ngpus;
   int job; /* JOB_* of the job being run */
+  const struct gpu_layout *layout; /* of the job being run, GPUs assigned */
 };
 
+/* The ops of this rank's device kind (cuda or host). */
 static const struct hetccl_device_ops *D;
 
 static int is_fp8(hetcclDataType_t t) { return t == hetcclFloat8e4m3 || t == hetcclFloat8e5m2; }
@@ -160,9 +172,10 @@ static int upload(struct mcase *c) {
   return 1;
 }
 
-/* After a successful call: wait for the stream, then everything back. */
+/* After a successful call: wait for the stream (host ranks have none: their
+ * work is done on return), then everything back. */
 static int complete(struct mcase *c, hetcclStream_t stream) {
-  if (!note_rc(c, "stream synchronize", D->stream_synchronize(stream))) return 0;
+  if (D->stream_synchronize && !note_rc(c, "stream synchronize", D->stream_synchronize(stream))) return 0;
   for (int i = 0; i < NSLOTS; i++) {
     struct dbuf *b = &c->b[i];
     if (b->host && !note_rc(c, "copy from the device", D->copy(b->host, b->dev, b->bytes + 2 * GUARD))) return 0;
@@ -246,11 +259,101 @@ static void refs_free(struct refs *r) {
   r->ready[0] = r->ready[1] = 0;
 }
 
+/* A whole reference takes 40 bytes per element (sums, magnitudes, product,
+ * max, min: 10 GiB for 1 GiB of float32) and one thread about 2 s per 16M
+ * elements on two ranks. Above REF_WHOLE_MAX elements it is therefore built
+ * a piece at a time by a few threads, each piece used (stale fill or check)
+ * and freed: 40 MiB per thread (small enough for malloc to reuse rather
+ * than map afresh each time), at the price of a build per use. */
+#define REF_WHOLE_MAX ((size_t)1 << 22)
+#define REF_PIECE ((size_t)1 << 20)
+#define REF_THREADS_MAX 8
+
+struct pieces {
+  struct mcase *c;
+  const struct ht_opspec *spec;
+  uint64_t seed, first; /* the reference of elements [first, first + c->count) */
+  unsigned char *buf;
+  int check; /* else fill buf with stale values */
+  pthread_mutex_t lock;
+  size_t next, bad, bad_at; /* next piece to take; bad elements; start of the first bad piece */
+  int oom;
+  char msg[256];
+};
+
+static void *piece_worker(void *arg) {
+  struct pieces *p = arg;
+  const struct mcase *c = p->c;
+  for (;;) {
+    pthread_mutex_lock(&p->lock);
+    size_t off = p->next;
+    p->next += REF_PIECE;
+    pthread_mutex_unlock(&p->lock);
+    if (off >= c->count) return NULL;
+    size_t len = c->count - off < REF_PIECE ? c->count - off : REF_PIECE, bad = 0;
+    struct ht_redref ref;
+    char m[200];
+    if (ht_redref_build(&ref, c->t, c->n, p->seed, p->first + off, len) != 0) {
+      pthread_mutex_lock(&p->lock);
+      p->oom = 1;
+      pthread_mutex_unlock(&p->lock);
+      return NULL;
+    }
+    if (p->check)
+      bad = ht_redref_check(&ref, p->spec, p->buf + off * c->es, m, sizeof m);
+    else
+      ht_redref_fill_stale(&ref, p->spec, p->buf + off * c->es);
+    ht_redref_free(&ref);
+    if (bad) {
+      pthread_mutex_lock(&p->lock);
+      if (!p->bad || off < p->bad_at) {
+        p->bad_at = off;
+        snprintf(p->msg, sizeof p->msg, "%s", m);
+      }
+      p->bad += bad;
+      pthread_mutex_unlock(&p->lock);
+    }
+  }
+}
+
+/* Fills buf with stale values (check 0), or checks it, against the
+ * reference of [first, first + c->count), piece by piece. Returns the number
+ * of bad elements, the first described in msg. The harness's tables for
+ * c->t are ready (the caller made a stream of the type), so the threads only
+ * read shared state. */
+static size_t ref_pieces(struct mcase *c, const struct ht_opspec *spec, uint64_t seed, uint64_t first, void *buf,
+                         int check, char *msg, size_t msglen) {
+  struct pieces p = {.c = c, .spec = spec, .seed = seed, .first = first, .buf = buf, .check = check};
+  pthread_mutex_init(&p.lock, NULL);
+  /* All ranks of the job check at once: they share the CPUs. */
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = cpus > c->n ? (int)(cpus / c->n) : 1, started = 0;
+  if (nt > REF_THREADS_MAX) nt = REF_THREADS_MAX;
+  pthread_t th[REF_THREADS_MAX];
+  while (started < nt && pthread_create(&th[started], NULL, piece_worker, &p) == 0) started++;
+  if (started == 0) piece_worker(&p);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&p.lock);
+  if (p.oom) out_of_memory("host", REF_PIECE * 40);
+  if (p.bad) snprintf(msg, msglen, "in the piece from element %zu, %s", p.bad_at, p.msg);
+  return p.bad;
+}
+
+/* Stale values no float reference accepts, for the pieces' out-of-place
+ * case without a build: NaN fails every tolerance check, and max/min expect
+ * one of the inputs, all finite. Returns 0 for integer types (no such value). */
+static int fill_nan(void *buf, size_t count, hetcclDataType_t t) {
+  uint64_t nan = ht_type_is_float(t) ? ht_encode(t, NAN) : 0;
+  if (!ht_type_is_float(t) || !isnan(ht_decode(t, nan))) return 0;
+  for (size_t i = 0; i < count; i++) ht_store_raw(buf, i, t, nan);
+  return 1;
+}
+
 /* Returns 1 when the call was refused with hetcclInvalidArgument naming
  * fp8 (allowed for fp8 avg/premulsum Reduce and ReduceScatter only). */
 static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct refs *refs, hetcclStream_t stream) {
   begin_case(c, coll, op, inplace);
-  c->legacy_stream = stream == NULL;
+  c->legacy_stream = stream != c->stream; /* host ranks' own stream is NULL too */
   unsigned caseno = c->ctx->next_case;
   unsigned char scalar_raw[8];
   struct ht_opspec spec = ht_opspec_make(op, c->t, caseno, scalar_raw);
@@ -264,16 +367,18 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
   }
   struct ht_stream in = ht_stream_make(refs->seed, c->rank, c->t, ht_op_dist(op));
   size_t sendn = coll == C_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
-  int verifies = coll != C_REDUCE || c->rank == c->root;
-  const struct ht_redref *ref = verifies ? get_ref(c, refs, coll == C_REDUCESCATTER) : NULL;
+  int verifies = coll != C_REDUCE || c->rank == c->root, pieces = verifies && c->count > REF_WHOLE_MAX;
+  uint64_t rfirst = coll == C_REDUCESCATTER ? (uint64_t)c->rank * c->count : 0; /* of the pieces */
+  const struct ht_redref *ref = verifies && !pieces ? get_ref(c, refs, coll == C_REDUCESCATTER) : NULL;
   uint64_t gseed = ht_seed(caseno, c->rank, 7, 7);
   void *sendp = dbuf_alloc(c, 0, sendn * c->es, gseed, 0), *recvp;
   ht_fill(sendp, sendn, &in, 0);
   if (inplace) {
     recvp = coll == C_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
   } else {
-    recvp = dbuf_alloc(c, 1, c->count * c->es, gseed + 10, ref == NULL);
+    recvp = dbuf_alloc(c, 1, c->count * c->es, gseed + 10, !verifies);
     if (ref) ht_redref_fill_stale(ref, &spec, recvp);
+    else if (pieces && !fill_nan(recvp, c->count, c->t)) ref_pieces(c, &spec, refs->seed, rfirst, recvp, 0, NULL, 0);
   }
   if (upload(c)) {
     const void *ds = dev_of(c, sendp);
@@ -294,11 +399,11 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
     if (rc == hetcclInvalidArgument && fp8_premul(coll, c->t, op) && msg && strstr(msg, "fp8")) {
       refused = 1;
     } else if (note_rc(c, call, rc) && complete(c, stream)) {
-      if (ref) {
-        char m[256];
-        size_t bad = ht_redref_check(ref, &spec, recvp, m, sizeof m);
-        if (bad) note(c, "%zu of %zu elements wrong; %s", bad, c->count, m);
-      }
+      char m[512];
+      size_t bad = ref      ? ht_redref_check(ref, &spec, recvp, m, sizeof m)
+                   : pieces ? ref_pieces(c, &spec, refs->seed, rfirst, recvp, 1, m, sizeof m)
+                            : 0;
+      if (bad) note(c, "%zu of %zu elements wrong; %s", bad, c->count, m);
       if (!inplace) note_verify(c, "send buffer changed", sendp, sendn, &in, 0);
     }
   }
@@ -509,16 +614,20 @@ static void run_sendrecv(struct mcase *c, uint64_t seed) {
 
 /* ---- Jobs ---- */
 
+/* The rank's device kind, GPU and stream, as its layout entry says. Every
+ * rank makes the same two checks (ranks must walk the same cases). */
 static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
   memset(c, 0, sizeof *c);
   c->ctx = ctx;
   c->rank = ctx->rank;
   c->n = ctx->nranks;
-  c->device = ctx->rank % o->ngpus;
-  D = hetccl_device_get(HETCCL_DEVICE_CUDA);
-  if (!ht_case(ctx, D && D->available(), "the cuda device kind is not available")) return -1;
-  hetcclResult_t rc = D->set_device(c->device);
-  if (rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
+  int cuda = o->layout->kind[c->rank] == GPU_LAYOUT_CUDA;
+  c->device = o->layout->gpu[c->rank];
+  D = hetccl_device_get(cuda ? HETCCL_DEVICE_CUDA : HETCCL_DEVICE_HOST);
+  if (!ht_case(ctx, D && D->available(), "the %s device kind is not available", cuda ? "cuda" : "host")) return -1;
+  hetcclResult_t rc = hetcclSuccess;
+  if (cuda) rc = D->set_device(c->device); /* the communicator takes the current device, as NCCL */
+  if (cuda && rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
   return ht_case(ctx, rc == hetcclSuccess, "GPU %d and a stream: %s", c->device, hetcclGetLastError(NULL)) ? 0 : -1;
 }
 
@@ -535,9 +644,10 @@ static int make_comm(struct mcase *c) {
   hetcclResult_t rc = hetcclCommInitRank(&c->comm, c->n, msg.id, c->rank);
   if (!ht_case(c->ctx, rc == hetcclSuccess, "hetcclCommInitRank returned %d: %s", (int)rc, hetcclGetLastError(NULL)))
     return -1;
+  /* include/hetccl.h: the CUDA ordinal, -1 on host ranks (c->device is -1 there). */
   int dev = -2;
   ht_case(c->ctx, hetcclCommDevice(c->comm, &dev) == hetcclSuccess && dev == c->device,
-          "hetcclCommDevice = %d, want the rank's GPU %d", dev, c->device);
+          "hetcclCommDevice = %d, want %d (the rank's GPU, -1 on a host rank)", dev, c->device);
   return 0;
 }
 
@@ -636,59 +746,6 @@ static int job_rank(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
-static void set_cuda_env(int rank, int nranks, void *arg) {
-  (void)rank;
-  (void)nranks;
-  (void)arg;
-  setenv("HETCCL_DEVICE", "cuda", 1);
-  unsetenv("HETCCL_DOMAIN");
-}
-
-/* ---- Refusal of GPU communicators spanning domains ---- */
-
-enum { MIX_TWO_CUDA_DOMAINS, MIX_CUDA_AND_HOST };
-struct mix {
-  int kind, ngpus;
-};
-
-static void set_mix_env(int rank, int nranks, void *arg) {
-  (void)nranks;
-  const struct mix *m = arg;
-  if (m->kind == MIX_TWO_CUDA_DOMAINS) {
-    setenv("HETCCL_DEVICE", "cuda", 1);
-    setenv("HETCCL_DOMAIN", rank ? "d1" : "d0", 1);
-  } else {
-    setenv("HETCCL_DEVICE", rank ? "host" : "cuda", 1);
-    unsetenv("HETCCL_DOMAIN");
-  }
-}
-
-static int mix_rank(ht_ctx *ctx, void *arg) {
-  const struct mix *m = arg;
-  int is_gpu = m->kind == MIX_TWO_CUDA_DOMAINS || ctx->rank == 0;
-  const struct hetccl_device_ops *d = hetccl_device_get(HETCCL_DEVICE_CUDA);
-  if (is_gpu && !ht_case(ctx, d && d->available() && d->set_device(ctx->rank % m->ngpus) == hetcclSuccess,
-                         "rank %d: no GPU", ctx->rank))
-    return 1;
-  struct {
-    int ok;
-    hetcclUniqueId id;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  if (ctx->rank == 0) msg.ok = hetcclGetUniqueId(&msg.id) == hetcclSuccess;
-  if (ht_oob_bcast(ctx, 0, &msg, sizeof msg) != 0 || !ht_case(ctx, msg.ok, "hetcclGetUniqueId failed")) return 1;
-  hetcclComm_t comm = NULL;
-  hetcclResult_t rc = hetcclCommInitRank(&comm, ctx->nranks, msg.id, ctx->rank);
-  const char *why = hetcclGetLastError(NULL);
-  ht_case(ctx, rc == hetcclInvalidUsage, "%s: hetcclCommInitRank returned %d (%s), want hetcclInvalidUsage",
-          m->kind == MIX_TWO_CUDA_DOMAINS ? "two cuda domains" : "cuda + host", (int)rc, hetcclGetErrorString(rc));
-  ht_case(ctx, why && strstr(why, "domain") && strstr(why, "GPU"), "the refusal should explain itself: '%s'",
-          why ? why : "(null)");
-  if (ctx->rank == 0) printf("refused as expected: %s\n", why ? why : "");
-  if (rc == hetcclSuccess) hetcclCommDestroy(comm);
-  return 0;
-}
-
 /* ---- Main ---- */
 
 /* The number of GPUs, asked in a child so this process never initialises
@@ -758,8 +815,39 @@ static void run_job(const char *name, int nranks, int timeout_s, ht_env_fn env, 
   fflush(stdout);
 }
 
+/* The matrix and alltoall-in-place jobs on one layout. */
+static void run_layout(const struct opts *base, struct gpu_layout *l) {
+  struct opts o = *base;
+  o.layout = l;
+  char name[sizeof l->spec + 32];
+  int fds[2];
+  if (pipe(fds) != 0) exit(3);
+  g_report_fd = fds[1];
+  o.job = JOB_MATRIX;
+  snprintf(name, sizeof name, "matrix [%s]", l->spec);
+  run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+  close(fds[1]);
+  g_report_fd = -1;
+  unsigned report[3] = {0, 0, 0};
+  if (read(fds[0], report, sizeof report) == (ssize_t)sizeof report)
+    printf("%s: %u cases refused with hetcclInvalidArgument as documented (fp8 avg/premulsum Reduce and "
+           "ReduceScatter), %u larger counts of those skipped; communicator renewed %u times after a failed or "
+           "refused case\n", name, report[0], report[1], report[2]);
+  close(fds[0]);
+  o.job = JOB_ALLTOALL_INPLACE;
+  snprintf(name, sizeof name, "alltoall-in-place [%s]", l->spec);
+  if (o.coll_mask & ((1u << C_ALLTOALL) | (1u << C_ALLTOALLV)))
+    run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+}
+
+/* Communicators spanning domains, run after the one-domain layout when no
+ * --layout is given; each fits on one GPU (different domains share it). */
+static const char *const g_mixed_layouts[] = {"cuda:d0,cuda:d1", "cuda,host", "cuda:d0,cuda:d1,host"};
+#define NMIXED (int)(sizeof g_mixed_layouts / sizeof g_mixed_layouts[0])
+
 int main(int argc, char **argv) {
   static const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
+  struct gpu_layout layouts[1 + NMIXED];
   struct opts o;
   memset(&o, 0, sizeof o);
   memcpy(o.counts, counts, sizeof counts);
@@ -768,7 +856,8 @@ int main(int argc, char **argv) {
   o.type_mask = (1u << HT_NTYPES) - 1;
   o.op_mask = (1u << HT_NOPS) - 1;
   o.timeout_s = 600;
-  int nranks = 0;
+  int nranks = 0, nlayouts = 0;
+  char err[256];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-v")) {
@@ -781,7 +870,13 @@ int main(int argc, char **argv) {
     }
     i++;
     if (!strcmp(a, "--ranks")) nranks = atoi(v);
-    else if (!strcmp(a, "--counts")) o.ncounts = parse_counts(v, o.counts, MAX_COUNTS);
+    else if (!strcmp(a, "--layout")) {
+      if (gpu_layout_parse(&layouts[0], v, err, sizeof err) != 0) {
+        fprintf(stderr, "--layout %s: %s\n", v, err);
+        return 2;
+      }
+      nlayouts = 1;
+    } else if (!strcmp(a, "--counts")) o.ncounts = parse_counts(v, o.counts, MAX_COUNTS);
     else if (!strcmp(a, "--colls")) o.coll_mask = parse_names(v, lookup_coll);
     else if (!strcmp(a, "--types")) o.type_mask = parse_names(v, ht_type_parse);
     else if (!strcmp(a, "--ops")) o.op_mask = parse_names(v, lookup_op);
@@ -791,36 +886,42 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (nlayouts && nranks && nranks != layouts[0].nranks) {
+    fprintf(stderr, "--ranks %d disagrees with --layout %s (%d ranks)\n", nranks, layouts[0].spec, layouts[0].nranks);
+    return 2;
+  }
   /* The references' own codecs must be right before they judge the library. */
   ht_check(ht_codec_selftest() == 0, "the test harness's float codecs");
   o.ngpus = probe_gpus();
-  if (nranks == 0) nranks = o.ngpus < HT_MAX_RANKS ? o.ngpus : HT_MAX_RANKS;
-  printf("test_gpu_collectives: %d ranks on %d GPUs\n", nranks, o.ngpus);
-  fflush(stdout);
-  if (!ht_check(o.ngpus > 0, "no usable GPU (cuda device kind unavailable)") ||
-      !ht_check(nranks >= 1 && nranks <= o.ngpus && o.ncounts >= 1,
-                "--ranks %d: need 1..%d (NCCL takes one rank per GPU in a communicator)", nranks, o.ngpus))
-    return ht_finish();
+  if (!nlayouts) {
+    if (nranks == 0) nranks = o.ngpus < HT_MAX_RANKS ? o.ngpus : HT_MAX_RANKS;
+    printf("test_gpu_collectives: %d cuda ranks on %d GPUs, then layouts spanning domains\n", nranks, o.ngpus);
+    fflush(stdout);
+    if (!ht_check(o.ngpus > 0, "no usable GPU (cuda device kind unavailable)") ||
+        !ht_check(nranks >= 1 && nranks <= HT_MAX_RANKS, "--ranks %d: need 1..%d", nranks, HT_MAX_RANKS))
+      return ht_finish();
+    gpu_layout_uniform(&layouts[nlayouts++], nranks);
+    for (int k = 0; k < NMIXED; k++)
+      if (gpu_layout_parse(&layouts[nlayouts++], g_mixed_layouts[k], err, sizeof err) != 0) {
+        fprintf(stderr, "test bug: layout %s: %s\n", g_mixed_layouts[k], err);
+        return 3;
+      }
+  } else {
+    printf("test_gpu_collectives: layout %s on %d GPUs\n", layouts[0].spec, o.ngpus);
+    fflush(stdout);
+    /* A layout of host ranks only needs no GPU. */
+    if (!ht_check(o.ngpus > 0 || gpu_layout_ncuda(&layouts[0]) == 0, "no usable GPU (cuda device kind unavailable)"))
+      return ht_finish();
+  }
+  if (!ht_check(o.ncounts >= 1, "--counts: need 1 to %d counts", MAX_COUNTS)) return ht_finish();
+  /* Every layout is checked before any job runs: a bad one is a usage
+   * error, reported at once rather than after an hour of other jobs. */
+  int ok = 1;
+  for (int k = 0; k < nlayouts; k++)
+    if (gpu_layout_assign(&layouts[k], o.ngpus, err, sizeof err) != 0)
+      ok &= ht_check(0, "layout %s: %s", layouts[k].spec, err);
+  if (!ok) return ht_finish();
 
-  int fds[2];
-  if (pipe(fds) != 0) return 3;
-  g_report_fd = fds[1];
-  o.job = JOB_MATRIX;
-  run_job("matrix", nranks, o.timeout_s, set_cuda_env, NULL, job_rank, &o);
-  close(fds[1]);
-  g_report_fd = -1;
-  unsigned report[3] = {0, 0, 0};
-  if (read(fds[0], report, sizeof report) == (ssize_t)sizeof report)
-    printf("matrix: %u cases refused with hetcclInvalidArgument as documented (fp8 avg/premulsum Reduce and "
-           "ReduceScatter), %u larger counts of those skipped; communicator renewed %u times after a failed or "
-           "refused case\n", report[0], report[1], report[2]);
-  close(fds[0]);
-  struct opts ip = o;
-  ip.job = JOB_ALLTOALL_INPLACE;
-  if (o.coll_mask & ((1u << C_ALLTOALL) | (1u << C_ALLTOALLV)))
-    run_job("alltoall-in-place", nranks, o.timeout_s, set_cuda_env, NULL, job_rank, &ip);
-  struct mix two = {MIX_TWO_CUDA_DOMAINS, o.ngpus}, mixed = {MIX_CUDA_AND_HOST, o.ngpus};
-  run_job("refusal: two cuda domains", 2, 120, set_mix_env, &two, mix_rank, &two);
-  run_job("refusal: cuda + host ranks", 2, 120, set_mix_env, &mixed, mix_rank, &mixed);
+  for (int k = 0; k < nlayouts; k++) run_layout(&o, &layouts[k]);
   return ht_finish();
 }
