@@ -105,8 +105,10 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
 
 hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                    atomic_int *error_out, struct hetccl_dexec **out) {
-  if (!dev->zero_async || !dev->reduce || !dev->copy_async)
+  if (!dev->zero_async || !dev->reduce || !dev->copy_async || !dev->load_kernels)
     return hetccl_error(hetcclInvalidUsage, "the %s device kind cannot run cross-domain collectives", dev->name);
+  /* The engine launches reductions while user streams wait on its flag. */
+  HETCCL_TRY(dev->load_kernels(device));
   struct hetccl_dexec *d = calloc(1, sizeof *d);
   if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
   d->dev = dev;

@@ -98,6 +98,11 @@ struct hetccl_device_ops {
    */
   hetcclResult_t (*reduce)(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                            const hetccl_redop *op, unsigned flags, hetcclStream_t stream);
+  /* Loads the kernels into `device`'s context now. reduce() loads them at
+   * first use otherwise, and loading a module may wait for the device to go
+   * idle: a thread that launches while a stream waits on a flag only it will
+   * write must have them loaded first. */
+  hetcclResult_t (*load_kernels)(int device);
 
   /* dma-buf export of device memory for RDMA registration. The fd covers
    * the page-aligned range around [ptr, ptr + bytes); *offset is ptr's

@@ -127,6 +127,24 @@ static hetcclResult_t launch(const struct hetccl_cu *cu, CUfunction fn, unsigned
 }
 #endif
 
+hetcclResult_t hetccl_cuda_load_kernels(int device) {
+#ifdef HETCCL_HAVE_CUDA_KERNELS
+  const struct hetccl_cu *cu;
+  const struct kernel_module *m = NULL;
+  CUcontext ctx, popped;
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  HETCCL_TRY(hetccl_cu_primary_ctx(device, &ctx));
+  HETCCL_CU_TRY(cu, CtxPushCurrent(ctx));
+  hetcclResult_t rc = module_for_current(cu, &m);
+  (void)cu->CtxPopCurrent(&popped);
+  return rc;
+#else
+  (void)device;
+  return hetccl_error(hetcclInvalidUsage,
+                      "this HetCCL was built without CUDA kernels (no nvcc at build time): cannot reduce on a CUDA device");
+#endif
+}
+
 hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                                   const hetccl_redop *op, unsigned flags, hetcclStream_t stream) {
   if (count == 0) return hetcclSuccess;
