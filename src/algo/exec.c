@@ -9,7 +9,7 @@
 #include "util/error.h"
 
 size_t hetccl_link_chunk(size_t bytes) {
-  const size_t min = (size_t)1 << 20, max_chunks = 8;
+  const size_t min = (size_t)1 << 20, max_chunks = 4;
   size_t c = (bytes + max_chunks - 1) / max_chunks;
   c = (c + 63) & ~(size_t)63;
   return c < min ? min : c;

@@ -41,8 +41,9 @@ struct hetccl_phase {
 };
 
 /* Link messages are cut into chunks of this size (the last one shorter):
- * whole 64-byte units, at least 1 MiB, at most 8 per transfer, so the device
- * path pipelines staging, link and reduction without a flood of stream work. */
+ * whole 64-byte units, at least 1 MiB, at most 4 per transfer, so the device
+ * path pipelines staging, link and reduction with few driver calls (each
+ * chunk costs the calling thread four). */
 size_t hetccl_link_chunk(size_t bytes);
 
 /* Scratch of the rank's memory kind (device memory on GPU ranks), one per slot, grown once. */

@@ -32,8 +32,8 @@ struct hetccl_dexec {
   struct dbuf send, recv;  /* pinned, device-mapped staging of one link phase */
   struct retired *ret;
   int nret, ret_cap;
-  void *done_event;        /* recorded on the user's stream after the last phase */
-  uint32_t last_final;     /* the flag value of the last phase submitted */
+  void *done_event;        /* recorded after the last phase's stream work */
+  hetcclStream_t last_stream;
   int used;
 };
 
@@ -68,9 +68,6 @@ static hetcclResult_t retire(struct hetccl_dexec *d, struct dbuf *b, hetcclStrea
     d->ret = r;
     d->ret_cap = cap;
   }
-  /* The engine's stream may use it for a phase issued on another stream:
-   * this stream first waits until the engine is done with every phase. */
-  if (d->used) HETCCL_TRY(d->dev->stream_wait_value32(stream, d->flag, d->last_final, HETCCL_WAIT_GEQ));
   void *ev;
   HETCCL_TRY(d->dev->event_create(d->device, &ev));
   hetcclResult_t rc = d->dev->event_record(ev, stream);
@@ -107,7 +104,7 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
                                    atomic_int *error_out, struct hetccl_dexec **out) {
   if (!dev->zero_async || !dev->reduce || !dev->copy_async || !dev->load_kernels)
     return hetccl_error(hetcclInvalidUsage, "the %s device kind cannot run cross-domain collectives", dev->name);
-  /* The engine launches reductions while user streams wait on its flag. */
+  /* Loaded now: a first launch later could wait on streams blocked on the engine. */
   HETCCL_TRY(dev->load_kernels(device));
   struct hetccl_dexec *d = calloc(1, sizeof *d);
   if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
@@ -136,44 +133,72 @@ static size_t total_bytes(const struct hetccl_phase *ph, int send) {
   return t;
 }
 
-/* On the calling thread: the gate, the job, one wait (progress.h has the
- * engine's side). Chunks of every transfer go to the engine in phase order
- * per direction, which is the order both ends of each link post them. */
+/* Stream order of one phase: gate 0; each send chunk copied to staging and
+ * its event; (engine: receives, sends as gates open); for each receive
+ * chunk a wait on the flag, then its copy or reduction out of staging; a
+ * wait for the whole job; the done event. */
 hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
   const struct hetccl_device_ops *D = d->dev;
   reap(d);
   HETCCL_TRY(ensure(d, &d->send, total_bytes(ph, 1), 1, stream));
   HETCCL_TRY(ensure(d, &d->recv, total_bytes(ph, 0), 1, stream));
+  /* Staging is shared by every phase of this communicator: a phase on
+   * another stream starts after the previous one's stream work. */
+  if (d->used && stream != d->last_stream) HETCCL_TRY(D->stream_wait_event(stream, d->done_event));
 
   struct hetccl_progress_job *job;
-  void *gate;
-  HETCCL_TRY(hetccl_progress_begin(d->engine, &job, &gate));
-  HETCCL_TRY(D->event_record(gate, stream));
-  size_t staged = 0, landing = 0;
+  void *ev;
+  int gate;
+  HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
+  HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+  HETCCL_TRY(D->event_record(ev, stream));
+  char *staged = d->send.host;
   for (int i = 0; i < ph->n; i++) {
-    const struct hetccl_phase_xfer *t = &ph->x[i];
-    size_t chunk = hetccl_link_chunk(t->bytes), *at = t->send ? &staged : &landing;
-    struct dbuf *b = t->send ? &d->send : &d->recv;
-    for (size_t off = 0; off < t->bytes; off += chunk) {
-      size_t n = t->bytes - off < chunk ? t->bytes - off : chunk;
-      struct hetccl_pxfer x = {.link = t->link, .bytes = n, .send = t->send, .host = (char *)b->host + *at + off,
-                               .host_dev = (char *)b->dev + *at + off};
-      if (t->send) {
-        x.src = (const char *)t->src + off;
-      } else {
-        x.dst = (char *)t->dst + off;
-        x.a = t->a ? (const char *)t->a + off : NULL;
-        x.dt = t->dt;
-        x.op = t->op;
-      }
-      HETCCL_TRY(hetccl_progress_add(d->engine, job, &x));
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (!x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(D->copy_async(staged + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+      HETCCL_TRY(D->event_record(ev, stream));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, staged + off, n, 1, gate));
     }
-    *at += t->bytes;
+    staged += x->bytes;
+  }
+  char *landing = d->recv.host;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, n, 0, 0));
+    }
+    landing += x->bytes;
   }
   hetccl_progress_submit(d->engine, job);
-  d->last_final = job->flag_final;
-  HETCCL_TRY(D->stream_wait_value32(stream, d->flag, d->last_final, HETCCL_WAIT_GEQ));
+  uint32_t base = job->flag_base, nrecv = (uint32_t)job->nrecv, k = 0;
+
+  size_t at = 0; /* offset in the receive staging */
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
+      if (x->a)
+        HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
+                             x->dt, &x->op, 0, stream));
+      else
+        HETCCL_TRY(D->copy_async((char *)x->dst + off, d->recv.host + at + off, n, stream));
+    }
+    at += x->bytes;
+  }
+  HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ));
   HETCCL_TRY(D->event_record(d->done_event, stream));
+  d->last_stream = stream;
   d->used = 1;
   return hetcclSuccess;
 }

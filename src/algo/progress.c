@@ -19,11 +19,9 @@ struct hetccl_progress {
   atomic_int *error_out;
   uint32_t *flag_host;
   void *flag_dev;
-  uint32_t flag_next;     /* producer: the last value handed out */
-  hetcclStream_t stream;  /* engine-only */
+  uint32_t flag_next;     /* producer: the value the next job starts from */
 
   struct hetccl_progress_job slots[PROGRESS_SLOTS];
-  int nsend[PROGRESS_SLOTS]; /* producer: send chunks of the slot's job (its events) */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   uint64_t head, tail;    /* jobs [head, tail) are queued or running */
@@ -32,6 +30,12 @@ struct hetccl_progress {
   pthread_t thread;
   int thread_live;
 };
+
+static void flag_store(struct hetccl_progress *p, uint32_t v) {
+  /* Release: the staging bytes the value announces are visible first
+   * (x86 stores reach a snooping PCIe reader in order). */
+  atomic_store_explicit((_Atomic uint32_t *)p->flag_host, v, memory_order_release);
+}
 
 static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
   if (p->failed) return;
@@ -49,82 +53,74 @@ static int aborting(struct hetccl_progress *p) {
   return a;
 }
 
-/* Releases a job's waiters: on the engine stream (ordered after the job's
- * device work and after earlier releases), else from the host. */
-static void release(struct hetccl_progress *p, const struct hetccl_progress_job *j) {
-  if (p->stream && !aborting(p) && p->dev->stream_write_value32(p->stream, p->flag_dev, j->flag_final) == hetcclSuccess)
-    return;
-  atomic_store_explicit((_Atomic uint32_t *)p->flag_host, j->flag_final, memory_order_release);
-}
-
-static hetcclResult_t land(struct hetccl_progress *p, const struct hetccl_pxfer *x) {
-  if (!x->a) return p->dev->copy_async(x->dst, x->host, x->bytes, p->stream);
-  return p->dev->reduce(x->dst, x->a, x->host_dev, x->bytes / hetccl_type_size(x->dt), x->dt, &x->op, 0, p->stream);
-}
-
+/* Runs one job to its end; returns nonzero when the engine must stop at once. */
 static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_job *j) {
-  const struct hetccl_device_ops *D = p->dev;
-  HETCCL_TRY(D->stream_wait_event(p->stream, j->events[0]));
-  HETCCL_TRY(D->event_record(j->events[1], p->stream));
-  int ev = 2;
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  /* Gate 0: earlier device work no longer reads the receive staging. */
+  for (;;) {
+    hetcclResult_t q = p->dev->event_query(j->events[0]);
+    if (q == hetcclSuccess) break;
+    if (q != hetcclInProgress) return q;
+    if (aborting(p)) return hetcclRemoteError;
+    hetccl_backoff_pause(&bo);
+  }
   for (int i = 0; i < j->nx; i++) {
     struct hetccl_pxfer *x = &j->x[i];
     x->state = 0;
-    if (!x->send) continue;
-    HETCCL_TRY(D->copy_async(x->host, x->src, x->bytes, p->stream));
-    HETCCL_TRY(D->event_record(j->events[ev], p->stream));
-    x->req = (uint64_t)ev++; /* the staging event, until posted */
+    if (x->send) continue;
+    HETCCL_TRY(hetccl_link_irecv(x->link, x->host, x->bytes, NULL, NULL, &x->req));
     x->state = 1;
   }
-  int left = j->nx, next_send = 0, recvs_posted = 0;
+  int left = j->nx, next_send = 0, recv_done = 0;
+  uint32_t announced = 0;
   uint64_t deadline = hetccl_deadline_ms(p->timeout_ms);
-  struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
   while (left > 0) {
-    int progressed = 0, on_device = 0;
-    if (!recvs_posted) {
-      /* The engine stream passed the gate: earlier jobs no longer read the staging. */
-      hetcclResult_t q = D->event_query(j->events[1]);
-      if (q == hetcclInProgress) {
-        on_device = 1;
-      } else if (q != hetcclSuccess) {
-        return q;
-      } else {
-        for (int i = 0; i < j->nx; i++) {
-          struct hetccl_pxfer *x = &j->x[i];
-          if (x->send) continue;
-          HETCCL_TRY(hetccl_link_irecv(x->link, x->host, x->bytes, NULL, NULL, &x->req));
-          x->state = 2;
-        }
-        recvs_posted = progressed = 1;
-      }
-    }
+    int progressed = 0, gated = 0;
     /* Sends in order, each once its staging copy has landed. */
-    for (; next_send < j->nx; next_send++) {
+    while (next_send < j->nx) {
       struct hetccl_pxfer *x = &j->x[next_send];
-      if (!x->send) continue;
-      hetcclResult_t q = D->event_query(j->events[x->req]);
+      if (!x->send) {
+        next_send++;
+        continue;
+      }
+      hetcclResult_t q = p->dev->event_query(j->events[x->gate]);
       if (q == hetcclInProgress) {
-        on_device = 1;
+        gated = 1;
         break;
       }
       if (q != hetcclSuccess) return q;
       HETCCL_TRY(hetccl_link_isend(x->link, x->host, x->bytes, &x->req));
-      x->state = 2;
+      x->state = 1;
+      next_send++;
       progressed = 1;
     }
     for (int i = 0; i < j->nx; i++) {
       struct hetccl_pxfer *x = &j->x[i];
-      if (x->state != 2) continue;
+      if (x->state != 1) continue;
       int done = 0;
       HETCCL_TRY(hetccl_link_test(x->link, x->req, &done));
       if (!done) continue;
-      x->state = 3;
+      x->state = 2;
       left--;
       progressed = 1;
-      if (!x->send) HETCCL_TRY(land(p, x));
     }
-    if (progressed || on_device) {
+    /* Announce the leading run of completed receives. */
+    int lead = 0;
+    for (int i = 0; i < j->nx; i++) {
+      if (j->x[i].send) continue;
+      if (j->x[i].state != 2) break;
+      lead++;
+    }
+    if (lead > recv_done) {
+      recv_done = lead;
+      if ((uint32_t)lead != announced) {
+        flag_store(p, j->flag_base + (uint32_t)lead);
+        announced = (uint32_t)lead;
+      }
+    }
+    if (progressed || gated) {
       /* Waiting on the device is not a stall of the links. */
       deadline = hetccl_deadline_ms(p->timeout_ms);
       if (progressed) hetccl_backoff_reset(&bo);
@@ -142,12 +138,7 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
 
 static void *engine_main(void *arg) {
   struct hetccl_progress *p = arg;
-  hetcclResult_t rc = p->dev->set_device(p->device);
-  if (rc == hetcclSuccess) rc = p->dev->stream_create(p->device, &p->stream);
-  if (rc != hetcclSuccess) {
-    p->stream = NULL;
-    fail(p, rc);
-  }
+  if (p->dev->set_device(p->device) != hetcclSuccess) fail(p, hetcclUnhandledCudaError);
   pthread_mutex_lock(&p->lock);
   for (;;) {
     while (p->head == p->tail && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
@@ -156,25 +147,21 @@ static void *engine_main(void *arg) {
     int skip = p->abort || p->failed;
     pthread_mutex_unlock(&p->lock);
     if (!skip) {
-      rc = run_job(p, j);
+      hetcclResult_t rc = run_job(p, j);
       if (rc != hetcclSuccess && !aborting(p)) fail(p, rc);
     }
-    release(p, j);
+    flag_store(p, j->flag_base + (uint32_t)j->nrecv + 1);
     pthread_mutex_lock(&p->lock);
     p->head++;
     pthread_cond_broadcast(&p->cond);
   }
   pthread_mutex_unlock(&p->lock);
-  /* Destroying the stream waits for nothing; its work finishes on its own. */
-  if (p->stream && !aborting(p)) p->dev->stream_synchronize(p->stream);
-  if (p->stream) p->dev->stream_destroy(p->stream);
   return NULL;
 }
 
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out) {
-  if (!dev->host_alloc || !dev->event_create || !dev->stream_write_value32 || !dev->can_wait_value ||
-      !dev->can_wait_value(device))
+  if (!dev->host_alloc || !dev->event_create || !dev->can_wait_value || !dev->can_wait_value(device))
     return hetccl_error(hetcclInvalidUsage,
                         "device %d (%s) cannot wait on host flags from a stream, which cross-domain collectives need",
                         device, dev->name);
@@ -206,51 +193,55 @@ fail:
 
 void *hetccl_progress_flag(struct hetccl_progress *p) { return p->flag_dev; }
 
-/* Makes the slot's events up to `n` (created once, reused by later jobs). */
-static hetcclResult_t events_reserve(struct hetccl_progress *p, struct hetccl_progress_job *j, int n) {
-  if (n <= j->nevents) return hetcclSuccess;
-  int cap = j->nevents ? j->nevents : 8;
-  while (cap < n) cap *= 2;
-  void **e = realloc(j->events, (size_t)cap * sizeof *e);
-  if (!e) return hetccl_error(hetcclSystemError, "out of memory for progress events");
-  j->events = e;
-  for (; j->nevents < cap; j->nevents++) HETCCL_TRY(p->dev->event_create(p->device, &e[j->nevents]));
-  return hetcclSuccess;
-}
-
-hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job, void **gate) {
+hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job) {
   pthread_mutex_lock(&p->lock);
   while (p->tail - p->head >= PROGRESS_SLOTS) pthread_cond_wait(&p->cond, &p->lock);
-  int s = (int)(p->tail % PROGRESS_SLOTS);
+  struct hetccl_progress_job *j = &p->slots[p->tail % PROGRESS_SLOTS];
   pthread_mutex_unlock(&p->lock);
-  struct hetccl_progress_job *j = &p->slots[s];
   j->nx = 0;
-  p->nsend[s] = 0;
-  HETCCL_TRY(events_reserve(p, j, 2));
-  *gate = j->events[0];
+  j->nevents_used = 0;
+  j->nrecv = 0;
   *job = j;
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_progress_add(struct hetccl_progress *p, struct hetccl_progress_job *j, const struct hetccl_pxfer *x) {
+hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_progress_job *j, void **event, int *index) {
+  if (j->nevents_used == j->nevents) {
+    int cap = j->nevents ? j->nevents * 2 : 8;
+    void **e = realloc(j->events, (size_t)cap * sizeof *e);
+    if (!e) return hetccl_error(hetcclSystemError, "out of memory for progress events");
+    j->events = e;
+    for (int i = j->nevents; i < cap; i++) {
+      hetcclResult_t rc = p->dev->event_create(p->device, &e[i]);
+      if (rc != hetcclSuccess) {
+        j->nevents = i;
+        return rc;
+      }
+    }
+    j->nevents = cap;
+  }
+  *index = j->nevents_used;
+  *event = j->events[j->nevents_used++];
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *link, char *host, size_t bytes, int send,
+                                   int gate) {
   if (j->nx == j->xcap) {
     int cap = j->xcap ? j->xcap * 2 : 16;
-    struct hetccl_pxfer *v = realloc(j->x, (size_t)cap * sizeof *v);
-    if (!v) return hetccl_error(hetcclSystemError, "out of memory for progress transfers");
-    j->x = v;
+    struct hetccl_pxfer *x = realloc(j->x, (size_t)cap * sizeof *x);
+    if (!x) return hetccl_error(hetcclSystemError, "out of memory for progress transfers");
+    j->x = x;
     j->xcap = cap;
   }
-  if (x->send) {
-    int s = (int)(j - p->slots);
-    HETCCL_TRY(events_reserve(p, j, 2 + p->nsend[s] + 1));
-    p->nsend[s]++;
-  }
-  j->x[j->nx++] = *x;
+  j->x[j->nx++] = (struct hetccl_pxfer){.link = link, .host = host, .bytes = bytes, .send = send, .gate = gate};
+  j->nrecv += !send;
   return hetcclSuccess;
 }
 
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *j) {
-  j->flag_final = ++p->flag_next;
+  j->flag_base = p->flag_next;
+  p->flag_next += (uint32_t)j->nrecv + 1;
   pthread_mutex_lock(&p->lock);
   p->tail++;
   pthread_cond_broadcast(&p->cond);
@@ -276,8 +267,7 @@ void hetccl_progress_destroy(struct hetccl_progress *p, int abort) {
   }
   for (int s = 0; s < PROGRESS_SLOTS; s++) {
     struct hetccl_progress_job *j = &p->slots[s];
-    if (!abort)
-      for (int i = 0; i < j->nevents; i++) p->dev->event_destroy(j->events[i]);
+    for (int i = 0; i < j->nevents; i++) p->dev->event_destroy(j->events[i]);
     free(j->events);
     free(j->x);
   }
