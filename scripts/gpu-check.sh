@@ -9,7 +9,11 @@
 #      reducescatter, broadcast and sendrecv on NGPUS forked ranks with device
 #      buffers, HetCCL and then NCCL called directly (--lib nccl, the same
 #      libnccl), 8 B to MAXBYTES, with the host time of one call; then a short
-#      table: collective, size, busbw of each, their ratio, time, host time.
+#      table: collective, size, busbw of each, their ratio, time, host time;
+#   5. cross-domain: hetccl-pciebench (the PCIe limit) and AllReduce on two
+#      ranks in two domains, with the ratio of each size to that limit;
+#   6. PyTorch: scripts/torch-check.sh (DDP against Gloo across two domains;
+#      against native NCCL in pass-through when there is a GPU per rank).
 #
 # usage: bash scripts/gpu-check.sh [ngpus]        (default: every GPU)
 # Settings (environment): MAXBYTES (4G; 1G when time is short), SPLIT (256M:
@@ -19,10 +23,12 @@
 # EXTRA_CFLAGS (-Wno-error=maybe-uninitialized), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
+# SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
 # COLLS (the collectives of the parity runs).
-# Logs go to $OUT when it is set (at most 8 files), else to $BUILD/logs:
+# Logs go to $OUT when it is set, else to $BUILD/logs:
 # build.log info.log test_cuda_device.log test_nccl_vendor.log
-# test_gpu_collectives.log perf.log cross.log summary.txt.
+# test_gpu_collectives.log perf.log cross.log summary.txt, and torch-check's
+# files (gloo/hetccl-* .log/.json, torch-summary.txt).
 # Exit status: 0 when everything built, passed and checked right; 1 otherwise.
 set -u
 
@@ -72,7 +78,7 @@ fi
 
 # ---- 1. Build ----
 bin="$BUILD/bin"
-targets="hetccl hetccl-perf hetccl-info hetccl-pciebench test_cuda_device test_nccl_vendor test_gpu_collectives"
+targets="hetccl nccl_face hetccl-perf hetccl-info hetccl-pciebench test_cuda_device test_nccl_vendor test_gpu_collectives"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   # shellcheck disable=SC2086
   {
@@ -240,6 +246,19 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
       printf "%12s busbw %8s  time %10s us  host %8s us  limit %7.2f  ratio %s\n", $1, $8, $6, $14, lim,
              (lim > 0 && $1 + 0 >= 1048576) ? sprintf("%.3f", $8 / lim) : "-"
     }' "$cross_log" | tee -a "$summary"
+fi
+
+# ---- 6. PyTorch: DDP and FSDP through the NCCL face ----
+# scripts/torch-check.sh (its summary lands in torch-summary.txt under $LOGS).
+if [ "${SKIP_TORCH:-0}" != 1 ]; then
+  if OUT="$LOGS" STEPS="${TORCH_STEPS:-200}" timeout -k 10 400 bash scripts/torch-check.sh "$BUILD" \
+    >"$BUILD/torch-check.out" 2>&1; then
+    say ""
+    sed -n '/^run /,$p' "$LOGS/torch-summary.txt" | tee -a "$summary"
+  else
+    fail "scripts/torch-check.sh (see torch-summary.txt)"
+    tail -n 15 "$BUILD/torch-check.out" | tee -a "$summary"
+  fi
 fi
 
 say ""

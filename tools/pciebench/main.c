@@ -4,7 +4,9 @@
  * copies between device memory and pinned, device-mapped host memory (the
  * device kind's host_alloc), device-to-host and host-to-device, and both at
  * once on two streams. One table row per size; times are the median of the
- * iterations (each a copy and a stream synchronize).
+ * iterations (each a copy and a stream synchronize). "enqueue" is how long
+ * the device-to-host copy call itself takes to return (the host time a
+ * staging copy costs the calling thread).
  *
  *   hetccl-pciebench [-d device] [-b minbytes] [-e maxbytes] [-n iters]
  */
@@ -33,18 +35,21 @@ static const struct hetccl_device_ops *D;
 
 /* Median seconds of `iters` runs of copies on one or two streams. */
 static int timed(void *d0, const void *s0, void *d1, const void *s1, size_t bytes, hetcclStream_t a, hetcclStream_t b,
-                 int iters, double *median) {
-  double t[64];
+                 int iters, double *median, double *enqueue) {
+  double t[64], e[64];
   if (iters > 64) iters = 64;
   for (int i = -1; i < iters; i++) { /* i = -1: warm-up */
     uint64_t t0 = hetccl_now_ns();
     if (D->copy_async(d0, s0, bytes, a) != hetcclSuccess) return -1;
+    if (i >= 0) e[i] = (double)(hetccl_now_ns() - t0) * 1e-9;
     if (d1 && D->copy_async(d1, s1, bytes, b) != hetcclSuccess) return -1;
     if (D->stream_synchronize(a) != hetcclSuccess || (d1 && D->stream_synchronize(b) != hetcclSuccess)) return -1;
     if (i >= 0) t[i] = (double)(hetccl_now_ns() - t0) * 1e-9;
   }
   qsort(t, (size_t)iters, sizeof t[0], cmp_double);
+  qsort(e, (size_t)iters, sizeof e[0], cmp_double);
   *median = t[iters / 2];
+  *enqueue = e[iters / 2];
   return 0;
 }
 
@@ -80,14 +85,15 @@ int main(int argc, char **argv) {
       goto fail;
   for (int k = 0; k < 2; k++) memset(host[k], k + 1, maxb);
   printf("# hetccl-pciebench: device %d, pinned device-mapped host memory, median of %d\n", device, iters);
-  printf("# %12s %12s %12s %14s\n", "size(B)", "d2h GB/s", "h2d GB/s", "both GB/s each");
+  printf("# %12s %12s %12s %14s %12s\n", "size(B)", "d2h GB/s", "h2d GB/s", "both GB/s each", "enqueue us");
   for (size_t b = minb; b <= maxb; b *= 2) {
-    double d2h, h2d, both;
-    if (timed(host[0], dev[0], NULL, NULL, b, s[0], s[1], iters, &d2h) ||
-        timed(dev[1], host[1], NULL, NULL, b, s[0], s[1], iters, &h2d) ||
-        timed(host[0], dev[0], dev[1], host[1], b, s[0], s[1], iters, &both))
+    double d2h, h2d, both, enq, unused;
+    if (timed(host[0], dev[0], NULL, NULL, b, s[0], s[1], iters, &d2h, &enq) ||
+        timed(dev[1], host[1], NULL, NULL, b, s[0], s[1], iters, &h2d, &unused) ||
+        timed(host[0], dev[0], dev[1], host[1], b, s[0], s[1], iters, &both, &unused))
       goto fail;
-    printf("  %12zu %12.2f %12.2f %14.2f\n", b, (double)b / d2h * 1e-9, (double)b / h2d * 1e-9, (double)b / both * 1e-9);
+    printf("  %12zu %12.2f %12.2f %14.2f %12.2f\n", b, (double)b / d2h * 1e-9, (double)b / h2d * 1e-9,
+           (double)b / both * 1e-9, enq * 1e6);
     if (b > maxb / 2) break;
   }
   return 0;
