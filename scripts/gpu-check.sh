@@ -25,7 +25,9 @@
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
 # SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
 # COLLS (the collectives of the parity runs).
-# Logs go to $OUT when it is set, else to $BUILD/logs:
+# Logs go to $OUT when it is set, else to $BUILD/logs (the device tool brings
+# back at most 8 files of $OUT: gpucheck.out, printed by the caller, has the
+# summary):
 # build.log info.log test_cuda_device.log test_nccl_vendor.log
 # test_gpu_collectives.log perf.log cross.log summary.txt, and torch-check's
 # files (gloo/hetccl-* .log/.json, torch-summary.txt).
