@@ -6,6 +6,7 @@
 #include "algo/exec_device.h"
 #include "algo/plan_state.h"
 #include "device/device.h"
+#include "util/array.h"
 #include "util/error.h"
 
 size_t hetccl_link_chunk(size_t bytes) {
@@ -54,13 +55,7 @@ hetcclResult_t hetccl_exec_finish(struct hetccl_plan_state *st, void *buf, size_
 }
 
 static hetcclResult_t phase_add(struct hetccl_phase *ph, const struct hetccl_phase_xfer *x) {
-  if (ph->n == ph->cap) {
-    int cap = ph->cap ? ph->cap * 2 : 32;
-    struct hetccl_phase_xfer *v = realloc(ph->x, (size_t)cap * sizeof *v);
-    if (!v) return hetccl_error(hetcclSystemError, "out of memory for a link phase");
-    ph->x = v;
-    ph->cap = cap;
-  }
+  HETCCL_TRY(hetccl_array_room((void **)&ph->x, &ph->cap, ph->n, sizeof *ph->x, 32, "a link phase"));
   ph->x[ph->n++] = *x;
   return hetcclSuccess;
 }

@@ -5,6 +5,7 @@
 
 #include "algo/plan_state.h"
 #include "algo/progress.h"
+#include "util/array.h"
 #include "util/error.h"
 #include "util/time.h"
 #include "util/wait.h"
@@ -61,13 +62,7 @@ static void reap(struct hetccl_dexec *d) {
 
 static hetcclResult_t retire(struct hetccl_dexec *d, struct dbuf *b, hetcclStream_t stream) {
   if (!b->dev) return hetcclSuccess;
-  if (d->nret == d->ret_cap) {
-    int cap = d->ret_cap ? d->ret_cap * 2 : 8;
-    struct retired *r = realloc(d->ret, (size_t)cap * sizeof *r);
-    if (!r) return hetccl_error(hetcclSystemError, "out of memory retiring a staging buffer");
-    d->ret = r;
-    d->ret_cap = cap;
-  }
+  HETCCL_TRY(hetccl_array_room((void **)&d->ret, &d->ret_cap, d->nret, sizeof *d->ret, 8, "retired staging buffers"));
   void *ev;
   HETCCL_TRY(d->dev->event_create(d->device, &ev));
   hetcclResult_t rc = d->dev->event_record(ev, stream);

@@ -6,6 +6,7 @@
 #include "algo/exec_device.h"
 #include "algo/plan_state.h"
 #include "device/device.h"
+#include "util/array.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -22,13 +23,7 @@ hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void *
 }
 
 hetcclResult_t hetccl_plan_vop_add(struct hetccl_plan_state *st, const struct hetccl_op *op) {
-  if (st->nvops == st->vops_cap) {
-    int cap = st->vops_cap ? st->vops_cap * 2 : 16;
-    struct hetccl_op *v = realloc(st->vops, (size_t)cap * sizeof *v);
-    if (!v) return hetccl_error(hetcclSystemError, "out of memory for a vendor batch");
-    st->vops = v;
-    st->vops_cap = cap;
-  }
+  HETCCL_TRY(hetccl_array_room((void **)&st->vops, &st->vops_cap, st->nvops, sizeof *st->vops, 16, "a vendor batch"));
   st->vops[st->nvops++] = *op;
   return hetcclSuccess;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -227,13 +228,7 @@ hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_pr
 
 hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *link, char *host, size_t bytes, int send,
                                    int gate) {
-  if (j->nx == j->xcap) {
-    int cap = j->xcap ? j->xcap * 2 : 16;
-    struct hetccl_pxfer *x = realloc(j->x, (size_t)cap * sizeof *x);
-    if (!x) return hetccl_error(hetcclSystemError, "out of memory for progress transfers");
-    j->x = x;
-    j->xcap = cap;
-  }
+  HETCCL_TRY(hetccl_array_room((void **)&j->x, &j->xcap, j->nx, sizeof *j->x, 16, "progress transfers"));
   j->x[j->nx++] = (struct hetccl_pxfer){.link = link, .host = host, .bytes = bytes, .send = send, .gate = gate};
   j->nrecv += !send;
   return hetcclSuccess;

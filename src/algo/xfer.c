@@ -2,18 +2,13 @@
 
 #include <stdlib.h>
 
+#include "util/array.h"
 #include "util/error.h"
 #include "util/time.h"
 #include "util/wait.h"
 
 static hetcclResult_t reserve(struct hetccl_xfer_batch *b) {
-  if (b->n < b->cap) return hetcclSuccess;
-  int cap = b->cap ? b->cap * 2 : 32;
-  struct hetccl_xfer *x = realloc(b->x, (size_t)cap * sizeof *x);
-  if (!x) return hetccl_error(hetcclSystemError, "out of memory for link transfers");
-  b->x = x;
-  b->cap = cap;
-  return hetcclSuccess;
+  return hetccl_array_room((void **)&b->x, &b->cap, b->n, sizeof *b->x, 32, "link transfers");
 }
 
 hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes) {
