@@ -40,6 +40,10 @@ run --layout 1,2,1 "$@"
 run --layout 3,1 --counts 0,1,7,1023,65539 "$@"
 run --layout 1,1,1,1,1 --counts 0,1,7,1023,65539 "$@"
 run --layout 4,4 --counts 0,1,7,1023,65539 "$@"
+# The 8-GPU issue's uneven layout and four one-rank domains, host ranks
+# standing in for the GPUs (4 and 8 GPU machines are rarely lent).
+run --layout 6,2 --counts 0,1,7,1023 "$@"
+run --layout 1,1,1,1 --counts 0,1,7,1023 "$@"
 # Interleaved domains (rank % K): domain members that are not contiguous.
 run --domains 3 --ranks 5 --counts 0,1,7,1023 "$@"
 # The same layouts with every link over TCP sockets.
