@@ -60,8 +60,18 @@ static void reap(struct hetccl_dexec *d) {
   d->nret = j;
 }
 
+/* Staging and scratch are shared by every phase of this communicator: work
+ * on another stream than the last phase's starts after that phase's stream
+ * work (whose end follows the engine's last use of the staging). */
+static hetcclResult_t follow_last(struct hetccl_dexec *d, hetcclStream_t stream) {
+  if (!d->used || stream == d->last_stream) return hetcclSuccess;
+  return d->dev->stream_wait_event(stream, d->done_event);
+}
+
 static hetcclResult_t retire(struct hetccl_dexec *d, struct dbuf *b, hetcclStream_t stream) {
   if (!b->dev) return hetcclSuccess;
+  /* The event below must also cover the last phase's use of `b`. */
+  HETCCL_TRY(follow_last(d, stream));
   HETCCL_TRY(hetccl_array_room((void **)&d->ret, &d->ret_cap, d->nret, sizeof *d->ret, 8, "retired staging buffers"));
   void *ev;
   HETCCL_TRY(d->dev->event_create(d->device, &ev));
@@ -135,11 +145,9 @@ static size_t total_bytes(const struct hetccl_phase *ph, int send) {
 hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
   const struct hetccl_device_ops *D = d->dev;
   reap(d);
+  HETCCL_TRY(follow_last(d, stream));
   HETCCL_TRY(ensure(d, &d->send, total_bytes(ph, 1), 1, stream));
   HETCCL_TRY(ensure(d, &d->recv, total_bytes(ph, 0), 1, stream));
-  /* Staging is shared by every phase of this communicator: a phase on
-   * another stream starts after the previous one's stream work. */
-  if (d->used && stream != d->last_stream) HETCCL_TRY(D->stream_wait_event(stream, d->done_event));
 
   struct hetccl_progress_job *job;
   void *ev;

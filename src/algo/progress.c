@@ -188,7 +188,7 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
   *out = p;
   return hetcclSuccess;
 fail:
-  hetccl_progress_destroy(p, 1);
+  hetccl_progress_destroy(p, 0); /* no thread, no job: nothing waits on the flag */
   return rc;
 }
 
