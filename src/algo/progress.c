@@ -162,7 +162,8 @@ static void *engine_main(void *arg) {
 
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out) {
-  if (!dev->host_alloc || !dev->event_create || !dev->can_wait_value || !dev->can_wait_value(device))
+  if (!dev->host_alloc || !dev->host_free || !dev->event_create || !dev->event_query || !dev->event_destroy ||
+      !dev->set_device || !dev->can_wait_value || !dev->can_wait_value(device))
     return hetccl_error(hetcclInvalidUsage,
                         "device %d (%s) cannot wait on host flags from a stream, which cross-domain collectives need",
                         device, dev->name);
