@@ -37,22 +37,6 @@ static hetcclResult_t check_init_args(const char *fn, hetcclComm_t *comm, int nr
   return hetccl_check_rank(fn, "rank", rank, nranks);
 }
 
-/* Reads a caller's config by its own size: fields past `size` keep defaults. */
-static hetcclResult_t read_config(const char *fn, const hetcclConfig_t *config, int *nonblocking) {
-  *nonblocking = 0;
-  if (!config) return hetcclSuccess;
-  if (config->size < offsetof(hetcclConfig_t, blocking) + sizeof(int))
-    return hetccl_error(hetcclInvalidArgument, "%s: config size %zu is too small (use HETCCL_CONFIG_INITIALIZER)", fn,
-                        config->size);
-  if (config->magic != HETCCL_CONFIG_MAGIC)
-    return hetccl_error(hetcclInvalidArgument, "%s: config magic 0x%x is wrong (use HETCCL_CONFIG_INITIALIZER)", fn,
-                        config->magic);
-  if (config->blocking != HETCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
-    return hetccl_error(hetcclInvalidArgument, "%s: config blocking must be 0 or 1, not %d", fn, config->blocking);
-  *nonblocking = config->blocking == 0;
-  return hetcclSuccess;
-}
-
 HETCCL_API hetcclResult_t hetcclCommInitRank(hetcclComm_t *comm, int nranks, hetcclUniqueId id, int rank) {
   HETCCL_TRY(check_init_args("hetcclCommInitRank", comm, nranks, rank));
   return hetccl_comm_start(comm, nranks, &id, rank, 0);
@@ -62,7 +46,7 @@ HETCCL_API hetcclResult_t hetcclCommInitRankConfig(hetcclComm_t *comm, int nrank
                                                    hetcclConfig_t *config) {
   int nonblocking;
   HETCCL_TRY(check_init_args("hetcclCommInitRankConfig", comm, nranks, rank));
-  HETCCL_TRY(read_config("hetcclCommInitRankConfig", config, &nonblocking));
+  HETCCL_TRY(hetccl_read_config("hetcclCommInitRankConfig", config, 0, &nonblocking));
   return hetccl_comm_start(comm, nranks, &id, rank, nonblocking);
 }
 
@@ -79,7 +63,7 @@ HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key,
   if (!newcomm) return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: newcomm is NULL");
   if (color < 0 && color != HETCCL_SPLIT_NOCOLOR)
     return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: color %d must be >= 0 or HETCCL_SPLIT_NOCOLOR", color);
-  HETCCL_TRY(read_config("hetcclCommSplit", config, &nonblocking));
+  HETCCL_TRY(hetccl_read_config("hetcclCommSplit", config, 0, &nonblocking));
   /* As NCCL: without a config (or with blocking unset) the child inherits the parent's mode. */
   if (!config || config->blocking == HETCCL_CONFIG_UNDEF_INT) nonblocking = comm->nonblocking;
   hetcclResult_t rc = hetccl_comm_wait_init(comm);

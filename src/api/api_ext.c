@@ -13,23 +13,6 @@
 #include "core/shrink.h"
 #include "util/error.h"
 
-/* A caller's config, read by its own size (as hetcclCommInitRankConfig
- * does); `inherit` is the mode a NULL config gets. */
-static hetcclResult_t ext_read_config(const char *fn, const hetcclConfig_t *config, int inherit, int *nonblocking) {
-  *nonblocking = inherit;
-  if (!config) return hetcclSuccess;
-  if (config->size < offsetof(hetcclConfig_t, blocking) + sizeof(int))
-    return hetccl_error(hetcclInvalidArgument, "%s: config size %zu is too small (use HETCCL_CONFIG_INITIALIZER)", fn,
-                        config->size);
-  if (config->magic != HETCCL_CONFIG_MAGIC)
-    return hetccl_error(hetcclInvalidArgument, "%s: config magic 0x%x is wrong (use HETCCL_CONFIG_INITIALIZER)", fn,
-                        config->magic);
-  if (config->blocking != HETCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
-    return hetccl_error(hetcclInvalidArgument, "%s: config blocking must be 0 or 1, not %d", fn, config->blocking);
-  *nonblocking = config->blocking == 0;
-  return hetcclSuccess;
-}
-
 HETCCL_API hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int nranks, int myrank, int nId,
                                                      hetcclUniqueId *commIds, hetcclConfig_t *config) {
   const char *fn = "hetcclCommInitRankScalable";
@@ -41,7 +24,7 @@ HETCCL_API hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int 
   if (nId < 1 || nId > nranks)
     return hetccl_error(hetcclInvalidArgument, "%s: nId %d must be in [1, nranks=%d]", fn, nId, nranks);
   if (!commIds) return hetccl_error(hetcclInvalidArgument, "%s: commIds is NULL", fn);
-  HETCCL_TRY(ext_read_config(fn, config, 0, &nonblocking));
+  HETCCL_TRY(hetccl_read_config(fn, config, 0, &nonblocking));
   /* One rendezvous is enough for HetCCL: the first id's root serves all. */
   return hetccl_comm_start(newcomm, nranks, &commIds[0], myrank, nonblocking);
 }
@@ -62,7 +45,7 @@ HETCCL_API hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksL
                         excludeRanksCount);
   if (shrinkFlags != HETCCL_SHRINK_DEFAULT && shrinkFlags != HETCCL_SHRINK_ABORT)
     return hetccl_error(hetcclInvalidArgument, "%s: unknown shrinkFlags 0x%x", fn, (unsigned)shrinkFlags);
-  HETCCL_TRY(ext_read_config(fn, config, comm->nonblocking, &nonblocking));
+  HETCCL_TRY(hetccl_read_config(fn, config, comm->nonblocking, &nonblocking));
   if (hetccl_comm_wait_init(comm) != hetcclSuccess)
     return hetccl_error(hetcclInvalidUsage, "%s: parent communicator is not initialised", fn);
   excluded = calloc((size_t)comm->nranks, 1);

@@ -1,5 +1,6 @@
 #include "api/check.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -33,5 +34,20 @@ hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p,
 hetcclResult_t hetccl_check_rank(const char *fn, const char *what, int r, int nranks) {
   if (r < 0 || r >= nranks)
     return hetccl_error(hetcclInvalidArgument, "%s: %s %d is out of range [0, %d)", fn, what, r, nranks);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_read_config(const char *fn, const hetcclConfig_t *config, int inherit, int *nonblocking) {
+  *nonblocking = inherit;
+  if (!config) return hetcclSuccess;
+  if (config->size < offsetof(hetcclConfig_t, blocking) + sizeof(int))
+    return hetccl_error(hetcclInvalidArgument, "%s: config size %zu is too small (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->size);
+  if (config->magic != HETCCL_CONFIG_MAGIC)
+    return hetccl_error(hetcclInvalidArgument, "%s: config magic 0x%x is wrong (use HETCCL_CONFIG_INITIALIZER)", fn,
+                        config->magic);
+  if (config->blocking != HETCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return hetccl_error(hetcclInvalidArgument, "%s: config blocking must be 0 or 1, not %d", fn, config->blocking);
+  *nonblocking = config->blocking == 0;
   return hetcclSuccess;
 }

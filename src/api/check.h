@@ -13,5 +13,9 @@ hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt);
 hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt);
 hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p, size_t count);
 hetcclResult_t hetccl_check_rank(const char *fn, const char *what, int r, int nranks);
+/* A caller's config, read by its own size (fields past `size` keep their
+ * defaults; unknown ones are never read): *nonblocking from its `blocking`,
+ * or `inherit` when config is NULL. */
+hetcclResult_t hetccl_read_config(const char *fn, const hetcclConfig_t *config, int inherit, int *nonblocking);
 
 #endif
