@@ -21,16 +21,12 @@
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "forked.h"
 
 #define MAXR 4
 #define CASE_TIMEOUT_MS 40000
 
-/* ---- forked groups (the same scaffolding is in test_transport_faults.c) ---- */
-
-struct barrier {
-  _Atomic int count;
-  _Atomic int gen;
-};
+/* ---- forked groups (shared scaffolding: forked.h) ---- */
 
 struct shared {
   struct barrier bar;
@@ -48,39 +44,9 @@ struct env {
   int fails;
 };
 
-#define CHECK(e, cond, ...)                                                       \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "  [rank %d] %s:%d: ", (e)->ctx.rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fprintf(stderr, "\n");                                                      \
-      (e)->fails++;                                                               \
-    }                                                                             \
-  } while (0)
 
-/* A barrier in shared memory that gives up after a while instead of hanging. */
-static int barrier_wait(struct shared *sh, int64_t timeout_ms) {
-  int gen = atomic_load(&sh->bar.gen);
-  if (atomic_fetch_add(&sh->bar.count, 1) == sh->nranks - 1) {
-    atomic_store(&sh->bar.count, 0);
-    atomic_fetch_add(&sh->bar.gen, 1);
-    return 0;
-  }
-  uint64_t deadline = hetccl_deadline_ms(timeout_ms);
-  while (atomic_load(&sh->bar.gen) == gen) {
-    if (hetccl_expired(deadline)) return -1;
-    struct timespec nap = {0, 20000};
-    nanosleep(&nap, NULL);
-  }
-  return 0;
-}
+static int barrier_wait(struct shared *sh, int64_t timeout_ms) { return barrier_wait_n(&sh->bar, sh->nranks, timeout_ms); }
 
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /* The bytes of message `k` from `src` to `dst`: both sides compute them. */
 static void fill(uint8_t *p, size_t n, uint64_t seed, int src, int dst, int k) {

@@ -24,15 +24,11 @@
 #include "util/sha256.h"
 #include "util/sock.h"
 #include "util/time.h"
+#include "forked.h"
 
 #define CASE_TIMEOUT_MS 30000
 
-/* ---- forked pairs (the same scaffolding as test_transport.c) ---- */
-
-struct barrier {
-  _Atomic int count;
-  _Atomic int gen;
-};
+/* ---- forked pairs (shared scaffolding: forked.h) ---- */
 
 struct shared {
   struct barrier bar;
@@ -49,38 +45,9 @@ struct env {
   int fails;
 };
 
-#define CHECK(e, cond, ...)                                                       \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "  [rank %d] %s:%d: ", (e)->ctx.rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fprintf(stderr, "\n");                                                      \
-      (e)->fails++;                                                               \
-    }                                                                             \
-  } while (0)
 
-static int barrier_wait(struct shared *sh, int64_t timeout_ms) {
-  int gen = atomic_load(&sh->bar.gen);
-  if (atomic_fetch_add(&sh->bar.count, 1) == sh->nranks - 1) {
-    atomic_store(&sh->bar.count, 0);
-    atomic_fetch_add(&sh->bar.gen, 1);
-    return 0;
-  }
-  uint64_t deadline = hetccl_deadline_ms(timeout_ms);
-  while (atomic_load(&sh->bar.gen) == gen) {
-    if (hetccl_expired(deadline)) return -1;
-    struct timespec nap = {0, 20000};
-    nanosleep(&nap, NULL);
-  }
-  return 0;
-}
+static int barrier_wait(struct shared *sh, int64_t timeout_ms) { return barrier_wait_n(&sh->bar, sh->nranks, timeout_ms); }
 
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 static void fill(uint8_t *p, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i += 8) {
