@@ -195,7 +195,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
         HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
                              x->dt, &x->op, 0, stream));
       else
-        HETCCL_TRY(D->copy_async((char *)x->dst + off, d->recv.host + at + off, n, stream));
+        HETCCL_TRY(D->copy_async((char *)x->dst + off, (char *)d->recv.host + at + off, n, stream));
     }
     at += x->bytes;
   }
