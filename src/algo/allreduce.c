@@ -21,7 +21,8 @@
 
 /* Step 2 over this rank's shard [lo, hi) of the padded result `res`. */
 static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct hetccl_op *op, const char *partial,
-                                      char *res, size_t lo, const hetccl_redop *combine) {
+                                      char *res, size_t lo) {
+  const hetccl_redop *combine = &op->redop; /* exec's reductions apply neither premul nor postdiv */
   const struct hetccl_topology *t = st->topo;
   size_t n = op->count, esz = hetccl_type_size(op->dtype);
   int k = st->ndomains;
@@ -78,10 +79,8 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   hetccl_shard(n, nd, i, &lo, &hi);
   int even = s * (size_t)nd == n;
 
-  hetccl_redop vendor_op = op->redop, combine = op->redop;
+  hetccl_redop vendor_op = op->redop;
   vendor_op.postdiv = 0;
-  combine.premul = 0;
-  combine.postdiv = 0;
 
   const char *rs_in = op->sendbuff;
   char *res = op->recvbuff; /* padded result: all-gathered in place */
@@ -110,7 +109,7 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
     partial = shard;
   }
 
-  HETCCL_TRY(exchange_pieces(st, op, partial, res, lo, &combine));
+  HETCCL_TRY(exchange_pieces(st, op, partial, res, lo));
   if (hi > lo) HETCCL_TRY(hetccl_exec_finish(st, res + lo * esz, hi - lo, op->dtype, &op->redop));
 
   if (nd > 1) { /* a one-rank domain already holds the whole result */
@@ -143,10 +142,8 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
   hetccl_shard(n, nd, t->domain_rank, &lo, &hi);
   (void)hi;
 
-  hetccl_redop vendor_op = op->redop, combine = op->redop;
+  hetccl_redop vendor_op = op->redop;
   vendor_op.postdiv = 0;
-  combine.premul = 0;
-  combine.postdiv = 0;
 
   const char *rs_in = op->sendbuff;
   if (s * (size_t)nd != n) {
@@ -206,6 +203,6 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
   /* ((P0 op P1) op P2) ... into this rank's output. */
   char *out = op->recvbuff;
   HETCCL_TRY(hetccl_exec_copy(st, out, slots, r * esz));
-  for (int d = 1; d < k; d++) HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)d * r * esz, r, op->dtype, &combine));
+  for (int d = 1; d < k; d++) HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)d * r * esz, r, op->dtype, &op->redop));
   return hetccl_exec_finish(st, out, r, op->dtype, &op->redop);
 }

@@ -96,8 +96,10 @@ static void reduce_consume(void *arg, size_t offset, const void *src, size_t byt
 static hetcclResult_t host_exchange(struct hetccl_plan_state *st, const char *what) {
   struct hetccl_phase *ph = &st->phase;
   size_t nargs = 0;
-  for (int i = 0; i < ph->n; i++)
-    if (ph->x[i].a) nargs += (ph->x[i].bytes + hetccl_link_chunk(ph->x[i].bytes) - 1) / hetccl_link_chunk(ph->x[i].bytes);
+  for (int i = 0; i < ph->n; i++) {
+    size_t chunk = hetccl_link_chunk(ph->x[i].bytes);
+    if (ph->x[i].a) nargs += (ph->x[i].bytes + chunk - 1) / chunk;
+  }
   if (nargs > ph->args_cap) {
     void *a = realloc(ph->args, nargs * sizeof(struct consume_arg));
     if (!a) return hetccl_error(hetcclSystemError, "out of memory for a link phase");
@@ -110,7 +112,7 @@ static hetcclResult_t host_exchange(struct hetccl_plan_state *st, const char *wh
     const struct hetccl_phase_xfer *x = &ph->x[i];
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
-      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       if (x->send) {
         HETCCL_TRY(hetccl_xfer_send(&st->xfers, x->link, (const char *)x->src + off, n));
       } else if (!x->a) {

@@ -45,6 +45,10 @@ struct hetccl_phase {
  * path pipelines staging, link and reduction with few driver calls (each
  * chunk costs the calling thread four). */
 size_t hetccl_link_chunk(size_t bytes);
+/* The length of the chunk at `off` of a transfer of `bytes`. */
+static inline size_t hetccl_chunk_len(size_t bytes, size_t off, size_t chunk) {
+  return bytes - off < chunk ? bytes - off : chunk;
+}
 
 /* Scratch of the rank's memory kind (device memory on GPU ranks), one per slot, grown once. */
 hetcclResult_t hetccl_exec_scratch(struct hetccl_plan_state *st, int slot, size_t bytes, void **ptr);

@@ -161,7 +161,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     if (!x->send) continue;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
-      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       HETCCL_TRY(D->copy_async(staged + off, (const char *)x->src + off, n, stream));
       HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
       HETCCL_TRY(D->event_record(ev, stream));
@@ -175,7 +175,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     if (x->send) continue;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
-      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, n, 0, 0));
     }
     landing += x->bytes;
@@ -189,7 +189,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     if (x->send) continue;
     size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
     for (size_t off = 0; off < x->bytes; off += chunk) {
-      size_t n = x->bytes - off < chunk ? x->bytes - off : chunk;
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
       if (x->a)
         HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,

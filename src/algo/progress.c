@@ -54,7 +54,7 @@ static int aborting(struct hetccl_progress *p) {
   return a;
 }
 
-/* Runs one job to its end; returns nonzero when the engine must stop at once. */
+/* Runs one job to its end; a failure stops it (the caller records it). */
 static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_job *j) {
   struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
@@ -73,8 +73,7 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
     HETCCL_TRY(hetccl_link_irecv(x->link, x->host, x->bytes, NULL, NULL, &x->req));
     x->state = 1;
   }
-  int left = j->nx, next_send = 0, recv_done = 0;
-  uint32_t announced = 0;
+  int left = j->nx, next_send = 0, next_recv = 0, recv_done = 0;
   uint64_t deadline = hetccl_deadline_ms(p->timeout_ms);
   hetccl_backoff_reset(&bo);
   while (left > 0) {
@@ -108,18 +107,12 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
       progressed = 1;
     }
     /* Announce the leading run of completed receives. */
-    int lead = 0;
-    for (int i = 0; i < j->nx; i++) {
-      if (j->x[i].send) continue;
-      if (j->x[i].state != 2) break;
-      lead++;
-    }
+    int lead = recv_done;
+    for (; next_recv < j->nx && (j->x[next_recv].send || j->x[next_recv].state == 2); next_recv++)
+      lead += !j->x[next_recv].send;
     if (lead > recv_done) {
       recv_done = lead;
-      if ((uint32_t)lead != announced) {
-        flag_store(p, j->flag_base + (uint32_t)lead);
-        announced = (uint32_t)lead;
-      }
+      flag_store(p, j->flag_base + (uint32_t)lead);
     }
     if (progressed || gated) {
       /* Waiting on the device is not a stall of the links. */

@@ -63,12 +63,9 @@ hetcclResult_t hetccl_plan_reduce(struct hetccl_plan_state *st, const struct het
   HETCCL_TRY(hetccl_exec_exchange(st, "Reduce exchange"));
   if (t->rank != op->root) return hetcclSuccess;
 
-  hetccl_redop combine = op->redop;
-  combine.premul = 0;
-  combine.postdiv = 0;
   char *out = op->recvbuff;
   HETCCL_TRY(hetccl_exec_copy(st, out, slots, bytes));
   for (int e = 1; e < k; e++)
-    HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)e * bytes, op->count, op->dtype, &combine));
+    HETCCL_TRY(hetccl_exec_reduce(st, out, out, slots + (size_t)e * bytes, op->count, op->dtype, &op->redop));
   return hetccl_exec_finish(st, out, op->count, op->dtype, &op->redop);
 }
