@@ -19,21 +19,13 @@
 #include "util/params.h"
 #include "util/time.h"
 #include "util/wait.h"
+#include "../common/size.h"
 
 struct shared {
   pthread_barrier_t bar;
   uint8_t addr[2][HETCCL_TRANSPORT_ADDR_BYTES];
   double seconds[64];
 };
-
-static size_t parse_size(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-  return (size_t)v;
-}
 
 static int wait_req(hetccl_link *l, uint64_t req) {
   struct hetccl_backoff bo;
@@ -101,8 +93,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "shm")) tid = HETCCL_TRANSPORT_SHM;
     else if (!strcmp(argv[i], "socket")) tid = HETCCL_TRANSPORT_SOCKET;
-    else if (!strcmp(argv[i], "-b") && i + 1 < argc) minb = parse_size(argv[++i]);
-    else if (!strcmp(argv[i], "-e") && i + 1 < argc) maxb = parse_size(argv[++i]);
+    else if (!strcmp(argv[i], "-b") && i + 1 < argc) minb = tool_parse_size(argv[++i], &minb) ? 0 : minb; /* 0: refused below */
+    else if (!strcmp(argv[i], "-e") && i + 1 < argc) maxb = tool_parse_size(argv[++i], &maxb) ? 0 : maxb;
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) iters = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: %s [shm|socket] [-b minbytes] [-e maxbytes] [-n iters]\n", argv[0]);

@@ -16,15 +16,7 @@
 
 #include "device/device.h"
 #include "util/time.h"
-
-static size_t parse_size(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  if (*end == 'M' || *end == 'm') v *= 1024 * 1024;
-  if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
-  return (size_t)v;
-}
+#include "../common/size.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -58,8 +50,8 @@ int main(int argc, char **argv) {
   size_t minb = 1 << 20, maxb = (size_t)1 << 30;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "-d")) device = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "-b")) minb = parse_size(argv[i + 1]);
-    else if (!strcmp(argv[i], "-e")) maxb = parse_size(argv[i + 1]);
+    else if (!strcmp(argv[i], "-b")) minb = tool_parse_size(argv[i + 1], &minb) ? 0 : minb; /* 0: refused below */
+    else if (!strcmp(argv[i], "-e")) maxb = tool_parse_size(argv[i + 1], &maxb) ? 0 : maxb;
     else if (!strcmp(argv[i], "-n")) iters = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "usage: hetccl-pciebench [-d device] [-b minbytes] [-e maxbytes] [-n iters]\n");

@@ -7,6 +7,7 @@
 
 #include "dtype.h"
 #include "values.h"
+#include "../common/size.h"
 
 void perf_usage(FILE *out) {
   fprintf(out,
@@ -39,25 +40,6 @@ void perf_usage(FILE *out) {
           "      --check-max <size>  with -c 1: check only sizes up to this (default: all)\n"
           "  -h, --help\n",
           perf_coll_names());
-}
-
-/* A byte count with an optional K/M/G suffix (powers of 1024, as nccl-tests). */
-static int parse_size(const char *s, size_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || s[0] == '-') return -1;
-  unsigned shift = 0;
-  switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-  }
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end || (shift && v > (UINT64_MAX >> shift))) return -1;
-  *out = (size_t)(v << shift);
-  return 0;
 }
 
 static int parse_int(const char *s, int min, int *out) {
@@ -117,9 +99,9 @@ static int takes_no_value(char letter) { return letter == 'H'; }
 
 static int set_flag(struct perf_options *o, char letter, const char *val) {
   switch (letter) {
-    case 'b': return parse_size(val, &o->minbytes);
-    case 'e': return parse_size(val, &o->maxbytes);
-    case 'i': return parse_size(val, &o->stepbytes);
+    case 'b': return tool_parse_size(val, &o->minbytes);
+    case 'e': return tool_parse_size(val, &o->maxbytes);
+    case 'i': return tool_parse_size(val, &o->stepbytes);
     case 'f': return parse_int(val, 2, &o->stepfactor);
     case 'r': return parse_int(val, 0, &o->root);
     case 'n': return parse_int(val, 1, &o->iters);
@@ -128,7 +110,7 @@ static int set_flag(struct perf_options *o, char letter, const char *val) {
     case 'N': return parse_int(val, 1, &o->nranks) || o->nranks > PERF_MAX_FORKED_RANKS ? -1 : 0;
     case 'T': return parse_int(val, 0, &o->timeout_s);
     case 'D': return parse_domains(val, o);
-    case 'C': return parse_size(val, &o->check_max);
+    case 'C': return tool_parse_size(val, &o->check_max);
     case 'H': return parse_int(val, 0, &o->host_time) || o->host_time > 1 ? -1 : 0;
     case 'G':
       o->device_given = 1;
