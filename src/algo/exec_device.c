@@ -5,6 +5,7 @@
 
 #include "algo/plan_state.h"
 #include "algo/progress.h"
+#include "algo/window.h"
 #include "util/array.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -36,6 +37,11 @@ struct hetccl_dexec {
   void *done_event;        /* recorded after the last phase's stream work */
   hetcclStream_t last_stream;
   int used;
+  /* Device windows, by peer rank (NULL when no link has one). */
+  struct hetccl_dwin *win;
+  int nranks;
+  hetcclStream_t send_stream;  /* window sends: forked from and joined into the operation's stream */
+  void *fork_event, *join_event;
 };
 
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
@@ -105,8 +111,33 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
   return hetcclSuccess;
 }
 
+/* Maps every link's device window; the send stream and its events exist only with one. */
+static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
+  d->win = calloc((size_t)nranks, sizeof *d->win);
+  if (!d->win) return hetccl_error(hetcclSystemError, "out of memory for device windows");
+  d->nranks = nranks;
+  int any = 0;
+  for (int r = 0; r < nranks; r++) {
+    HETCCL_TRY(hetccl_dwin_open(d->dev, d->device, links ? links[r] : NULL, &d->win[r]));
+    any |= d->win[r].dev_base != NULL;
+  }
+  if (!any) {
+    free(d->win);
+    d->win = NULL;
+    return hetcclSuccess;
+  }
+  HETCCL_TRY(d->dev->stream_create(d->device, &d->send_stream));
+  HETCCL_TRY(d->dev->event_create(d->device, &d->fork_event));
+  return d->dev->event_create(d->device, &d->join_event);
+}
+
+static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *l) {
+  if (!d->win || !l || l->peer < 0 || l->peer >= d->nranks) return NULL;
+  return d->win[l->peer].dev_base ? &d->win[l->peer] : NULL;
+}
+
 hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
-                                   atomic_int *error_out, struct hetccl_dexec **out) {
+                                   atomic_int *error_out, hetccl_link *const *links, int nranks, struct hetccl_dexec **out) {
   if (!dev->zero_async || !dev->reduce || !dev->copy_async || !dev->load_kernels)
     return hetccl_error(hetcclInvalidUsage, "the %s device kind cannot run cross-domain collectives", dev->name);
   /* Loaded now: a first launch later could wait on streams blocked on the engine. */
@@ -123,6 +154,8 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   }
   rc = hetccl_progress_create(dev, device, timeout_ms, error_out, &d->engine);
   if (rc != hetcclSuccess) goto fail;
+  rc = open_windows(d, links, nranks);
+  if (rc != hetcclSuccess) goto fail;
   d->flag = hetccl_progress_flag(d->engine);
   *out = d;
   return hetcclSuccess;
@@ -131,62 +164,91 @@ fail:
   return rc;
 }
 
-static size_t total_bytes(const struct hetccl_phase *ph, int send) {
+/* Staged (engine) bytes of a phase in one direction. */
+static size_t staged_bytes(struct hetccl_dexec *d, const struct hetccl_phase *ph, int send) {
   size_t t = 0;
   for (int i = 0; i < ph->n; i++)
-    if (ph->x[i].send == send) t += ph->x[i].bytes;
+    if (ph->x[i].send == send && !window_of(d, ph->x[i].link)) t += ph->x[i].bytes;
   return t;
 }
 
-/* Stream order of one phase: gate 0; each send chunk copied to staging and
- * its event; (engine: receives, sends as gates open); for each receive
- * chunk a wait on the flag, then its copy or reduction out of staging; a
- * wait for the whole job; the done event. */
-hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
+/* Window sends on the send stream, after the operation's stream has reached
+ * this phase, and joined back before anything after the phase. */
+static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   int *forked) {
   const struct hetccl_device_ops *D = d->dev;
-  reap(d);
-  HETCCL_TRY(follow_last(d, stream));
-  HETCCL_TRY(ensure(d, &d->send, total_bytes(ph, 1), 1, stream));
-  HETCCL_TRY(ensure(d, &d->recv, total_bytes(ph, 0), 1, stream));
+  *forked = 0;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dwin *w = x->send && x->bytes ? window_of(d, x->link) : NULL;
+    if (!w) continue;
+    if (!*forked) {
+      HETCCL_TRY(D->event_record(d->fork_event, stream));
+      HETCCL_TRY(D->stream_wait_event(d->send_stream, d->fork_event));
+      *forked = 1;
+    }
+    HETCCL_TRY(hetccl_dwin_send(D, w, x->src, x->bytes, d->send_stream));
+  }
+  if (*forked) HETCCL_TRY(D->event_record(d->join_event, d->send_stream));
+  return hetcclSuccess;
+}
 
+/* The engine's part of a phase: gate 0; each send chunk copied to staging
+ * and its event; (engine: receives, sends as gates open). *job is NULL when
+ * every transfer goes through windows. */
+static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   struct hetccl_progress_job **jobp) {
+  const struct hetccl_device_ops *D = d->dev;
+  *jobp = NULL;
+  int staged = 0;
+  for (int i = 0; i < ph->n; i++) staged |= !window_of(d, ph->x[i].link);
+  if (!staged) return hetcclSuccess;
+  HETCCL_TRY(ensure(d, &d->send, staged_bytes(d, ph, 1), 1, stream));
+  HETCCL_TRY(ensure(d, &d->recv, staged_bytes(d, ph, 0), 1, stream));
   struct hetccl_progress_job *job;
   void *ev;
   int gate;
   HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
   HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
   HETCCL_TRY(D->event_record(ev, stream));
-  char *staged = d->send.host;
+  char *staging = d->send.host;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
-    if (!x->send) continue;
+    if (!x->send || window_of(d, x->link)) continue;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
-      HETCCL_TRY(D->copy_async(staged + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRY(D->copy_async(staging + off, (const char *)x->src + off, n, stream));
       HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
       HETCCL_TRY(D->event_record(ev, stream));
-      HETCCL_TRY(hetccl_progress_add(job, x->link, staged + off, n, 1, gate));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate));
     }
-    staged += x->bytes;
+    staging += x->bytes;
   }
   char *landing = d->recv.host;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
-    if (x->send) continue;
+    if (x->send || window_of(d, x->link)) continue;
     size_t chunk = hetccl_link_chunk(x->bytes);
-    for (size_t off = 0; off < x->bytes; off += chunk) {
-      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
-      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, n, 0, 0));
-    }
+    for (size_t off = 0; off < x->bytes; off += chunk)
+      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0));
     landing += x->bytes;
   }
   hetccl_progress_submit(d->engine, job);
-  uint32_t base = job->flag_base, nrecv = (uint32_t)job->nrecv, k = 0;
+  *jobp = job;
+  return hetcclSuccess;
+}
 
+/* For each staged receive chunk a wait on the engine's flag, then its copy
+ * or reduction out of staging; then a wait for the whole job. */
+static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   uint32_t base, uint32_t nrecv) {
+  const struct hetccl_device_ops *D = d->dev;
+  uint32_t k = 0;
   size_t at = 0; /* offset in the receive staging */
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
-    if (x->send) continue;
+    if (x->send || window_of(d, x->link)) continue;
     size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
@@ -199,7 +261,27 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     }
     at += x->bytes;
   }
-  HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ));
+  return D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ);
+}
+
+/* Stream order of one phase: window sends forked off; the engine's gate and
+ * staging copies; window receives; staged receives; the join; the done event. */
+hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
+  const struct hetccl_device_ops *D = d->dev;
+  reap(d);
+  HETCCL_TRY(follow_last(d, stream));
+  int forked;
+  struct hetccl_progress_job *job;
+  HETCCL_TRY(window_sends(d, ph, stream, &forked));
+  HETCCL_TRY(engine_sends(d, ph, stream, &job));
+  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0; /* the slot is reused after submit */
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
+    if (w) HETCCL_TRY(hetccl_dwin_recv(D, w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
+  }
+  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
+  if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
   HETCCL_TRY(D->event_record(d->done_event, stream));
   d->last_stream = stream;
   d->used = 1;
@@ -212,6 +294,8 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (!d) return;
   hetccl_progress_destroy(d->engine, abort);
   if (abort) {
+    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_release(&d->win[r]);
+    free(d->win); /* the mappings stay: the device may still use them */
     free(d->ret); /* the memory itself stays: the device may still use it */
     free(d);
     return;
@@ -233,7 +317,12 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
     dbuf_free(d, &d->send);
     dbuf_free(d, &d->recv);
     reap(d);
+    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(d->dev, &d->win[r]);
   }
+  if (d->send_stream) d->dev->stream_destroy(d->send_stream);
+  if (d->fork_event) d->dev->event_destroy(d->fork_event);
+  if (d->join_event) d->dev->event_destroy(d->join_event);
+  free(d->win);
   if (d->done_event) d->dev->event_destroy(d->done_event);
   free(d->ret);
   free(d);

@@ -52,7 +52,7 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
   for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
   if (t->device_kind != HETCCL_DEVICE_HOST && t->ndomains > 1) {
     const struct hetccl_device_ops *dev = hetccl_device_get(t->device_kind);
-    hetcclResult_t rc = dev ? hetccl_dexec_create(dev, t->device, t->timeout_ms, t->async_error, &st->dexec)
+    hetcclResult_t rc = dev ? hetccl_dexec_create(dev, t->device, t->timeout_ms, t->async_error, t->links, t->nranks, &st->dexec)
                             : hetccl_error(hetcclInvalidUsage, "no device ops for kind %d", t->device_kind);
     if (rc != hetcclSuccess) {
       hetccl_plan_state_free(st, 0);

@@ -34,7 +34,8 @@ struct hetccl_rank_info {
   int32_t socket_nstreams;
   int64_t shm_slot_bytes;
   int32_t shm_nslots;
-  int32_t pad;
+  int32_t can_window;       /* this rank's device can map a shm device window */
+  int64_t shm_window_bytes;
   uint8_t addr[HETCCL_TRANSPORT_COUNT][HETCCL_TRANSPORT_ADDR_BYTES];
 };
 
@@ -67,6 +68,7 @@ struct hetccl_comm {
   hetccl_net_ctx net;
   int net_ready[HETCCL_TRANSPORT_COUNT];
   hetccl_link **links;              /* [nranks], NULL for self and for pairs not linked */
+  unsigned char *window_peers;      /* [nranks]: 1 where the link carries a device window */
 
   /* Domains: ranks grouped by (device kind, label), numbered by first rank. */
   int ndomains;

@@ -59,6 +59,15 @@ hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const he
   return hetcclSuccess;
 }
 
+/* A device window needs a GPU rank whose device maps shared memory and
+ * writes and waits on counters in it from streams. */
+static int can_map_window(const struct hetccl_comm *c) {
+  if (c->device_kind == HETCCL_DEVICE_HOST) return 0;
+  const struct hetccl_device_ops *d = hetccl_device_get(c->device_kind);
+  return d && d->host_register && d->host_unregister && d->stream_create && d->stream_write_value32 &&
+         d->stream_wait_value32 && d->can_wait_value && d->can_wait_value(c->device);
+}
+
 static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   const struct hetccl_params *p = hetccl_params();
   memset(me, 0, sizeof *me);
@@ -74,6 +83,8 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->socket_nstreams = p->socket_nstreams;
   me->shm_slot_bytes = (int64_t)p->shm_slot_bytes;
   me->shm_nslots = p->shm_nslots;
+  me->shm_window_bytes = (int64_t)p->shm_window_bytes;
+  me->can_window = can_map_window(c);
 }
 
 static hetcclResult_t setup_transports(struct hetccl_comm *c, struct hetccl_rank_info *me) {
@@ -105,6 +116,7 @@ static void adopt_agreed_settings(struct hetccl_comm *c) {
   n->socket_nstreams = r0->socket_nstreams;
   n->shm_slot_bytes = (size_t)r0->shm_slot_bytes;
   n->shm_nslots = r0->shm_nslots;
+  n->shm_window_bytes = (size_t)r0->shm_window_bytes;
 }
 
 static hetcclResult_t pick_transport(struct hetccl_comm *c, int peer, int *out) {
@@ -120,7 +132,16 @@ static hetcclResult_t pick_transport(struct hetccl_comm *c, int peer, int *out) 
  * protocol (lower rank initiates or creates) makes this order deadlock-free. */
 static hetcclResult_t connect_links(struct hetccl_comm *c) {
   c->links = calloc((size_t)c->nranks, sizeof *c->links);
-  if (!c->links) return hetccl_error(hetcclSystemError, "out of memory for links");
+  c->window_peers = calloc((size_t)c->nranks, 1);
+  if (!c->links || !c->window_peers) return hetccl_error(hetcclSystemError, "out of memory for links");
+  /* Device windows join GPU ranks of different domains on one host; every
+   * input is from the shared table, so both ends decide alike. */
+  const struct hetccl_rank_info *me = &c->infos[c->rank];
+  for (int peer = 0; peer < c->nranks; peer++)
+    c->window_peers[peer] = peer != c->rank && c->net.shm_window_bytes && me->can_window &&
+                            c->infos[peer].can_window && c->domain_of[peer] != c->my_domain &&
+                            c->infos[peer].host_hash == me->host_hash;
+  c->net.shm_window_peers = c->window_peers;
   for (int peer = 0; peer < c->nranks; peer++) {
     if (peer == c->rank || !hetccl_comm_needs_link(c, peer)) continue;
     int t = -1;
@@ -215,6 +236,7 @@ void hetccl_comm_free(struct hetccl_comm *c) {
       if (c->links[i]) c->links[i]->ops->close(c->links[i]);
     free(c->links);
   }
+  free(c->window_peers);
   for (int t = 0; t < HETCCL_TRANSPORT_COUNT; t++) {
     const struct hetccl_transport_ops *ops = hetccl_transport_get(t);
     if (c->net_ready[t] && ops) ops->teardown(&c->net);

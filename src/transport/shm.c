@@ -73,8 +73,9 @@ static hetcclResult_t shm_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   l->peer_pid = pa.pid;
   l->pid_comparable = self.pid_ns != 0 && self.pid_ns == pa.pid_ns;
   *out = &l->base;
-  HETCCL_INFO("shm: rank %d linked to rank %d via %s (%u slots of %llu bytes)", ctx->rank, peer, l->seg.name,
-              l->tx.nslots, (unsigned long long)l->slot_bytes);
+  HETCCL_INFO("shm: rank %d linked to rank %d via %s (%u slots of %llu bytes, device window %llu bytes)", ctx->rank,
+              peer, l->seg.name, l->tx.nslots, (unsigned long long)l->slot_bytes,
+              (unsigned long long)l->seg.hdr->window_bytes);
   return hetcclSuccess;
 }
 
@@ -240,6 +241,11 @@ static void shm_close(hetccl_link *link) {
   free(l);
 }
 
+static int shm_window(hetccl_link *link, struct hetccl_link_window *w) {
+  struct shm_link *l = (struct shm_link *)link;
+  return hetccl_shm_seg_window(&l->seg, l->side, w);
+}
+
 static void shm_teardown(hetccl_net_ctx *ctx) { ctx->state[HETCCL_TRANSPORT_SHM] = NULL; }
 
 const struct hetccl_transport_ops hetccl_transport_shm = {
@@ -252,4 +258,5 @@ const struct hetccl_transport_ops hetccl_transport_shm = {
     .test = shm_test,
     .close = shm_close,
     .teardown = shm_teardown,
+    .window = shm_window,
 };

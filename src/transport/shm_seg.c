@@ -66,25 +66,44 @@ int hetccl_shm_pid_dead(pid_t pid) {
 }
 
 struct seg_layout {
-  uint64_t stride, ctrl_bytes, ring_bytes, total;
+  uint64_t stride, ctrl_bytes, ring_bytes, window_off, total;
 };
 
-static int seg_layout(uint64_t slot_bytes, uint32_t nslots, struct seg_layout *l) {
+/* Header page, the two rings, then (with a window) per direction a counter
+ * page and the window's data. */
+static int seg_layout(uint64_t slot_bytes, uint32_t nslots, uint64_t window_bytes, struct seg_layout *l) {
   l->stride = (slot_bytes + HETCCL_SHM_ALIGN - 1) / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN;
   l->ctrl_bytes = sizeof(struct hetccl_shm_ring_ctrl) + (uint64_t)nslots * sizeof(struct hetccl_shm_slot_meta);
   l->ctrl_bytes = (l->ctrl_bytes + HETCCL_SHM_ALIGN - 1) / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN;
   uint64_t data;
   if (__builtin_mul_overflow(l->stride, (uint64_t)nslots, &data)) return -1;
   l->ring_bytes = l->ctrl_bytes + data;
-  if (l->ring_bytes > (UINT64_MAX - HETCCL_SHM_ALIGN) / 2) return -1;
-  l->total = HETCCL_SHM_ALIGN + 2 * l->ring_bytes;
-  return 0;
+  if (l->ring_bytes > (UINT64_MAX - HETCCL_SHM_ALIGN) / 4) return -1;
+  l->window_off = HETCCL_SHM_ALIGN + 2 * l->ring_bytes;
+  if (window_bytes % HETCCL_SHM_ALIGN || window_bytes > (UINT64_MAX / 4)) return -1;
+  l->total = l->window_off + (window_bytes ? 2 * (HETCCL_SHM_ALIGN + window_bytes) : 0);
+  return l->total < l->window_off ? -1 : 0;
+}
+
+int hetccl_shm_seg_window(const struct hetccl_shm_seg *seg, int side, struct hetccl_link_window *w) {
+  const struct hetccl_shm_header *h = seg->hdr;
+  struct seg_layout l = {0};
+  if (!h || !h->window_bytes || seg_layout(h->slot_bytes, h->nslots, h->window_bytes, &l) != 0) return 0;
+  uint8_t *base = (uint8_t *)seg->map + l.window_off;
+  uint64_t dir_bytes = HETCCL_SHM_ALIGN + h->window_bytes;
+  uint8_t *tx = base + (uint64_t)side * dir_bytes, *rx = base + (uint64_t)(1 - side) * dir_bytes;
+  struct hetccl_shm_window_ctrl *tc = (void *)tx, *rc = (void *)rx;
+  *w = (struct hetccl_link_window){.base = base, .bytes = 2 * dir_bytes, .data_bytes = h->window_bytes,
+                                   .tx_data = tx + HETCCL_SHM_ALIGN, .rx_data = rx + HETCCL_SHM_ALIGN,
+                                   .tx_produced = &tc->produced, .tx_consumed = &tc->consumed,
+                                   .rx_produced = &rc->produced, .rx_consumed = &rc->consumed};
+  return 1;
 }
 
 void hetccl_shm_seg_ring(const struct hetccl_shm_seg *seg, int from, struct hetccl_shm_ring *ring) {
   const struct hetccl_shm_header *h = seg->hdr;
   struct seg_layout l = {0};
-  (void)seg_layout(h->slot_bytes, h->nslots, &l); /* validated when the segment was made or opened */
+  (void)seg_layout(h->slot_bytes, h->nslots, h->window_bytes, &l); /* validated when the segment was made or opened */
   uint8_t *base = (uint8_t *)seg->map + HETCCL_SHM_ALIGN + (uint64_t)from * l.ring_bytes;
   memset(ring, 0, sizeof(*ring));
   ring->ctrl = (struct hetccl_shm_ring_ctrl *)base;
@@ -99,15 +118,47 @@ static void seg_name(const hetccl_net_ctx *ctx, int peer, char name[HETCCL_SHM_N
   snprintf(name, HETCCL_SHM_NAME_BYTES, "/hetccl-%016llx-%d-%d", (unsigned long long)ctx->comm_tag, lo, hi);
 }
 
+/* The window this side asks for on the link to `peer` (0: none). */
+static uint64_t seg_window_request(const hetccl_net_ctx *ctx, int peer) {
+  if (!ctx->shm_window_peers || !ctx->shm_window_peers[peer]) return 0;
+  return (uint64_t)ctx->shm_window_bytes / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN;
+}
+
+/* Sizes the new segment and reserves its pages. tmpfs overcommits: reserving
+ * now makes a full /dev/shm an error here rather than a SIGBUS on first
+ * touch. A device window that does not fit is dropped with a warning (the
+ * link then stages through the progress engine), since the opener takes
+ * whatever window the header announces. */
+static hetcclResult_t seg_size(int fd, const hetccl_net_ctx *ctx, uint64_t slot_bytes, uint64_t *window,
+                               struct seg_layout *l) {
+  for (;;) {
+    if (seg_layout(slot_bytes, (uint32_t)ctx->shm_nslots, *window, l) != 0 || l->total > (uint64_t)SIZE_MAX)
+      return hetccl_error(hetcclInvalidArgument, "shm: ring of %d slots of %llu bytes with a %llu-byte window is too large",
+                          ctx->shm_nslots, (unsigned long long)slot_bytes, (unsigned long long)*window);
+    int err = ftruncate(fd, (off_t)l->total) != 0 ? errno : 0;
+    if (!err) {
+      err = posix_fallocate(fd, 0, (off_t)l->total);
+      if (err == EINVAL || err == EOPNOTSUPP) err = 0;
+    }
+    if (!err) return hetcclSuccess;
+    if (*window) {
+      HETCCL_WARN("shm: no room for a %llu-byte device window in /dev/shm (%s); GPU transfers on this link are "
+                  "staged instead (set HETCCL_SHM_WINDOW_BYTES lower, or enlarge /dev/shm)",
+                  (unsigned long long)*window, strerror(err));
+      *window = 0;
+      if (ftruncate(fd, 0) != 0) return hetccl_error(hetcclSystemError, "shm: cannot shrink a segment: %s", strerror(errno));
+      continue;
+    }
+    return hetccl_error(hetcclSystemError, "shm: cannot reserve %llu bytes: %s (is /dev/shm large enough?)",
+                        (unsigned long long)l->total, strerror(err));
+  }
+}
+
 static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct hetccl_shm_seg *seg) {
   size_t slot_bytes = ctx->shm_slot_bytes & ~(size_t)63;
   if (slot_bytes == 0 || ctx->shm_nslots < 1)
     return hetccl_error(hetcclInvalidArgument, "shm: bad ring shape (%zu-byte slots, %d slots)", ctx->shm_slot_bytes,
                         ctx->shm_nslots);
-  struct seg_layout l;
-  if (seg_layout(slot_bytes, (uint32_t)ctx->shm_nslots, &l) != 0 || l.total > (uint64_t)SIZE_MAX)
-    return hetccl_error(hetcclInvalidArgument, "shm: ring of %d slots of %zu bytes is too large", ctx->shm_nslots,
-                        slot_bytes);
   int fd = -1;
   for (int attempt = 0; fd < 0; attempt++) {
     fd = shm_open(seg->name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -118,20 +169,10 @@ static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct het
     HETCCL_WARN("shm: removing stale segment %s", seg->name);
     shm_unlink(seg->name);
   }
-  hetcclResult_t rc = hetcclSuccess;
-  if (ftruncate(fd, (off_t)l.total) != 0) {
-    rc = hetccl_error(hetcclSystemError, "shm: cannot size %s to %llu bytes: %s", seg->name,
-                      (unsigned long long)l.total, strerror(errno));
-    goto fail;
-  }
-  /* tmpfs overcommits: reserve the pages now so a full /dev/shm is an error
-   * here rather than a SIGBUS on first touch. */
-  int err = posix_fallocate(fd, 0, (off_t)l.total);
-  if (err != 0 && err != EINVAL && err != EOPNOTSUPP) {
-    rc = hetccl_error(hetcclSystemError, "shm: cannot reserve %llu bytes for %s: %s (is /dev/shm large enough?)",
-                      (unsigned long long)l.total, seg->name, strerror(err));
-    goto fail;
-  }
+  struct seg_layout l;
+  uint64_t window = seg_window_request(ctx, peer);
+  hetcclResult_t rc = seg_size(fd, ctx, slot_bytes, &window, &l);
+  if (rc != hetcclSuccess) goto fail;
   seg->map = mmap(NULL, (size_t)l.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (seg->map == MAP_FAILED) {
     seg->map = NULL;
@@ -150,6 +191,7 @@ static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct het
   h->slot_bytes = slot_bytes;
   h->slot_stride = l.stride;
   h->total_bytes = l.total;
+  h->window_bytes = window;
   h->pid[0] = (int32_t)getpid();
   h->rank[0] = ctx->rank;
   h->rank[1] = peer;
@@ -162,15 +204,17 @@ fail:
 }
 
 /* The mapping is the peer's live segment for this link (not a stale one). */
-static int seg_valid(const hetccl_net_ctx *ctx, const struct hetccl_shm_addr *peer_addr, const void *map,
+static int seg_valid(const hetccl_net_ctx *ctx, int peer, const struct hetccl_shm_addr *peer_addr, const void *map,
                      size_t size) {
   const struct hetccl_shm_header *h = map;
   if (atomic_load_explicit(&((struct hetccl_shm_header *)map)->ready, memory_order_acquire) != 1) return 0;
   if (h->magic != HETCCL_SHM_MAGIC || h->version != HETCCL_SHM_VERSION || h->comm_tag != ctx->comm_tag) return 0;
   if (h->pid[0] != peer_addr->pid || h->rank[1] != ctx->rank || h->total_bytes != size) return 0;
+  /* The creator may have dropped the window we asked for, never made one we did not. */
+  if (h->window_bytes && h->window_bytes != seg_window_request(ctx, peer)) return 0;
   struct seg_layout l;
   return h->nslots > 0 && h->slot_bytes > 0 && h->slot_bytes % 64 == 0 &&
-         seg_layout(h->slot_bytes, h->nslots, &l) == 0 && l.total == size;
+         seg_layout(h->slot_bytes, h->nslots, h->window_bytes, &l) == 0 && l.total == size;
 }
 
 static hetcclResult_t seg_attach(const hetccl_net_ctx *ctx, int peer, const struct hetccl_shm_addr *peer_addr,
@@ -188,7 +232,7 @@ static hetcclResult_t seg_attach(const hetccl_net_ctx *ctx, int peer, const stru
           close(fd);
           return hetccl_error(hetcclSystemError, "shm: cannot map %s: %s", seg->name, strerror(e));
         }
-        if (seg_valid(ctx, peer_addr, map, size)) {
+        if (seg_valid(ctx, peer, peer_addr, map, size)) {
           close(fd);
           seg->map = map;
           seg->map_bytes = size;

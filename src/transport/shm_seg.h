@@ -14,7 +14,7 @@
 #include "transport/transport.h"
 
 #define HETCCL_SHM_MAGIC 0x68657463636c736dull /* "hetcclsm" */
-#define HETCCL_SHM_VERSION 1u
+#define HETCCL_SHM_VERSION 2u
 #define HETCCL_SHM_ALIGN 4096u
 #define HETCCL_SHM_NAME_BYTES 64
 
@@ -38,6 +38,7 @@ struct hetccl_shm_header {
   uint64_t slot_bytes;
   uint64_t slot_stride;        /* slot_bytes rounded up to a page */
   uint64_t total_bytes;
+  uint64_t window_bytes;       /* device window data per direction; 0: none */
   int32_t pid[2];
   int32_t rank[2];
   _Atomic uint32_t ready;      /* creator finished initialising (release) */
@@ -79,6 +80,12 @@ struct hetccl_shm_seg {
   int creator;       /* this side made (and may still have to unlink) it */
 };
 
+/* Counters of one direction of a device window, in its first page. */
+struct hetccl_shm_window_ctrl {
+  _Alignas(64) _Atomic uint32_t produced;
+  _Alignas(64) _Atomic uint32_t consumed;
+};
+
 /* This process's published address. */
 void hetccl_shm_addr_local(struct hetccl_shm_addr *addr);
 /* Creates (lower rank) or attaches (higher rank, waiting for the creator
@@ -89,6 +96,8 @@ hetcclResult_t hetccl_shm_seg_open(const hetccl_net_ctx *ctx, int peer, const st
 void hetccl_shm_seg_close(struct hetccl_shm_seg *seg);
 /* The ring carrying data from side `from` to the other side. */
 void hetccl_shm_seg_ring(const struct hetccl_shm_seg *seg, int from, struct hetccl_shm_ring *ring);
+/* The device window of the segment as seen from `side` (0 when it has none). */
+int hetccl_shm_seg_window(const struct hetccl_shm_seg *seg, int side, struct hetccl_link_window *w);
 /* 1 when the process `pid` (in our pid namespace) is gone or a zombie. */
 int hetccl_shm_pid_dead(pid_t pid);
 

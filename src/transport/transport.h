@@ -18,6 +18,7 @@
 #ifndef HETCCL_TRANSPORT_H
 #define HETCCL_TRANSPORT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,10 +48,35 @@ typedef struct hetccl_net_ctx {
   int socket_nstreams;
   size_t shm_slot_bytes;
   int shm_nslots;
+  /* Device windows (struct hetccl_link_window): bytes per direction, and for
+   * each peer whether its shm link carries one (both ends must agree; NULL:
+   * no link does). */
+  size_t shm_window_bytes;
+  const unsigned char *shm_window_peers;   /* [nranks] */
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
 } hetccl_net_ctx;
 
 typedef struct hetccl_link hetccl_link;
+
+/*
+ * A device window: shared memory beside a same-host link that both ends map
+ * for their GPUs, so a sender's device-to-host copy lands where the
+ * receiver's kernel reads it, with no CPU copy and no message on the link.
+ * Each direction has `data_bytes` of data and two 32-bit counters, written
+ * from device streams (or the host) and waited on by the other side's
+ * streams: `produced` by the sender, `consumed` by the receiver. What the
+ * counters count is the user's business (algo/window.h); both start at 0.
+ * Everything lies inside [base, base + bytes), page-aligned, for one
+ * registration with the device.
+ */
+struct hetccl_link_window {
+  void *base;
+  size_t bytes;
+  size_t data_bytes;              /* per direction */
+  uint8_t *tx_data, *rx_data;     /* this side sends through tx, receives through rx */
+  _Atomic uint32_t *tx_produced, *tx_consumed;
+  _Atomic uint32_t *rx_produced, *rx_consumed;
+};
 
 struct hetccl_transport_ops {
   unsigned version; /* HETCCL_TRANSPORT_OPS_VERSION */
@@ -66,6 +92,8 @@ struct hetccl_transport_ops {
   hetcclResult_t (*test)(hetccl_link *link, uint64_t req, int *done);
   void (*close)(hetccl_link *link);
   void (*teardown)(hetccl_net_ctx *ctx);
+  /* Optional: fills *w and returns 1 when the link carries a device window. */
+  int (*window)(hetccl_link *link, struct hetccl_link_window *w);
 };
 #define HETCCL_TRANSPORT_OPS_VERSION 1
 
@@ -89,6 +117,9 @@ static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, 
 static inline hetcclResult_t hetccl_link_irecv(hetccl_link *l, void *buf, size_t n, hetccl_consume_fn fn,
                                                void *arg, uint64_t *req) {
   return l->ops->irecv(l, buf, n, fn, arg, req);
+}
+static inline int hetccl_link_window(hetccl_link *l, struct hetccl_link_window *w) {
+  return l->ops->window ? l->ops->window(l, w) : 0;
 }
 static inline hetcclResult_t hetccl_link_test(hetccl_link *l, uint64_t req, int *done) {
   return l->ops->test(l, req, done);

@@ -23,6 +23,8 @@ static void params_init(void) {
   if (g_params.socket_nstreams > 16) g_params.socket_nstreams = 16;
   g_params.shm_slot_bytes = positive_size("HETCCL_SHM_SLOT_BYTES", 256 << 10, 4096) & ~(size_t)63;
   g_params.shm_nslots = (int)positive_size("HETCCL_SHM_NSLOTS", 8, 2);
+  /* Whole MiB, so window chunks stay aligned for every element size. */
+  g_params.shm_window_bytes = positive_size("HETCCL_SHM_WINDOW_BYTES", 64 << 20, 0) & ~(((size_t)1 << 20) - 1);
   g_params.small_bytes = positive_size("HETCCL_SMALL_BYTES", 64 << 10, 0);
 }
 

@@ -1,0 +1,98 @@
+#include "algo/window.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "algo/exec.h"
+#include "util/error.h"
+
+#define WIN_UNIT 256u /* counters count these; every chunk starts on one */
+
+static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+
+hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
+                                struct hetccl_dwin *win) {
+  memset(win, 0, sizeof *win);
+  if (!link || !hetccl_link_window(link, &win->w)) return hetcclSuccess;
+  if (win->w.data_bytes < 2 * WIN_UNIT || win->w.data_bytes % (2 * WIN_UNIT))
+    return hetccl_error(hetcclInternalError, "device window of %zu bytes to rank %d is malformed", win->w.data_bytes,
+                        link->peer);
+  void *d = NULL;
+  hetcclResult_t rc = dev->host_register(device, win->w.base, win->w.bytes, &d);
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "cannot map the %zu-byte device window to rank %d for device %d: %s", win->w.bytes,
+                        link->peer, device, hetccl_last_error());
+  win->dev_base = d;
+  return hetcclSuccess;
+}
+
+void hetccl_dwin_close(const struct hetccl_device_ops *dev, struct hetccl_dwin *win) {
+  if (win->dev_base) dev->host_unregister(win->w.base);
+  win->dev_base = NULL;
+}
+
+size_t hetccl_dwin_chunk(const struct hetccl_dwin *win, size_t bytes) {
+  /* At most half the ring, so the room a chunk waits for was always sent
+   * before it (see place()). */
+  size_t c = hetccl_link_chunk(bytes), half = win->w.data_bytes / 2;
+  return c < half ? c : half;
+}
+
+/* Where a chunk of `n` bytes goes after a previous end `end`: its virtual
+ * start (a chunk never crosses the ring's end). */
+static uint64_t place(const struct hetccl_dwin *win, uint64_t end, size_t n) {
+  uint64_t W = win->w.data_bytes, v = round_up(end, WIN_UNIT);
+  if (v % W + round_up(n, WIN_UNIT) > W) v = round_up(v, W);
+  return v;
+}
+
+static void *dev_addr(const struct hetccl_dwin *win, const void *host) {
+  return win->dev_base + ((const char *)host - (const char *)win->w.base);
+}
+
+static uint32_t units(uint64_t virt) { return (uint32_t)(virt / WIN_UNIT); }
+
+hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
+                                size_t bytes, hetcclStream_t stream) {
+  uint64_t W = win->w.data_bytes;
+  void *produced = dev_addr(win, win->w.tx_produced), *consumed = dev_addr(win, win->w.tx_consumed);
+  size_t chunk = hetccl_dwin_chunk(win, bytes);
+  for (size_t off = 0; off < bytes; off += chunk) {
+    size_t n = hetccl_chunk_len(bytes, off, chunk);
+    uint64_t v = place(win, win->tx_end, n), end = v + round_up(n, WIN_UNIT);
+    /* Room: everything before end - W has been read by the peer. With
+     * chunks of at most W/2 that point is at or before the previous end. */
+    if (end > W) HETCCL_TRY(dev->stream_wait_value32(stream, consumed, units(end - W), HETCCL_WAIT_GEQ));
+    HETCCL_TRY(dev->copy_async(win->w.tx_data + v % W, (const char *)src + off, n, stream));
+    HETCCL_TRY(dev->stream_write_value32(stream, produced, units(end)));
+    win->tx_end = end;
+  }
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
+                                size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream) {
+  uint64_t W = win->w.data_bytes;
+  void *produced = dev_addr(win, win->w.rx_produced), *consumed = dev_addr(win, win->w.rx_consumed);
+  size_t chunk = hetccl_dwin_chunk(win, bytes), esz = a ? hetccl_type_size(dt) : 1;
+  for (size_t off = 0; off < bytes; off += chunk) {
+    size_t n = hetccl_chunk_len(bytes, off, chunk);
+    uint64_t v = place(win, win->rx_end, n), end = v + round_up(n, WIN_UNIT);
+    uint8_t *data = win->w.rx_data + v % W;
+    HETCCL_TRY(dev->stream_wait_value32(stream, produced, units(end), HETCCL_WAIT_GEQ));
+    if (a)
+      HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, dev_addr(win, data), n / esz, dt, op, 0, stream));
+    else
+      HETCCL_TRY(dev->copy_async((char *)dst + off, data, n, stream));
+    HETCCL_TRY(dev->stream_write_value32(stream, consumed, units(end)));
+    win->rx_end = end;
+  }
+  return hetcclSuccess;
+}
+
+void hetccl_dwin_release(struct hetccl_dwin *win) {
+  if (!win->dev_base) return;
+  /* Far enough ahead of anything enqueued (waits compare with wrap). */
+  atomic_store_explicit(win->w.rx_produced, units(win->rx_end) + (1u << 30), memory_order_release);
+  atomic_store_explicit(win->w.tx_consumed, units(win->tx_end) + (1u << 30), memory_order_release);
+}

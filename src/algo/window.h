@@ -1,0 +1,59 @@
+/*
+ * Transfers between two GPU ranks on one host through their link's device
+ * window (transport.h, struct hetccl_link_window), with no CPU on the data
+ * path and no progress-engine job:
+ *   sender's stream:   wait consumed >= room; copy device -> window; write produced
+ *   receiver's stream: wait produced >= end;  reduce (or copy) window -> device; write consumed
+ * Each direction's window is a ring. Chunk k of a direction occupies the
+ * bytes [v, v + n) of an endless virtual stream (v rounded to 256 bytes; a
+ * chunk that would cross the ring's end starts at the next lap), lying at
+ * v mod W in the window. Both counters are the end of a virtual range in
+ * units of 256 bytes, truncated to 32 bits (waits compare with wrap), so
+ * both ends compute every position from the sizes alone, which match
+ * because sends and receives on a link match in order.
+ * The counters are written by device streams (write_value32 fences the data
+ * first) and waited on by the peer's streams; nothing on the host takes
+ * part, so no host-side stall or device-synchronizing call can hold them up.
+ * Sends must run on a stream of their own (not the one that waits for the
+ * peer's data): a sender waiting for room waits for the peer's receives,
+ * which would otherwise queue behind the peer's own sends.
+ */
+#ifndef HETCCL_ALGO_WINDOW_H
+#define HETCCL_ALGO_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+#include "device/reduce.h"
+#include "transport/transport.h"
+
+struct hetccl_dwin {
+  struct hetccl_link_window w;
+  char *dev_base;         /* device address of w.base */
+  uint64_t tx_end;        /* virtual end of the last chunk sent / received (bytes) */
+  uint64_t rx_end;
+};
+
+/* Maps the link's window for `device`; returns hetcclSuccess with win->dev_base
+ * NULL when the link has no window. */
+hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
+                                struct hetccl_dwin *win);
+void hetccl_dwin_close(const struct hetccl_device_ops *dev, struct hetccl_dwin *win);
+
+/* Enqueues sending `bytes` from device memory `src` on `stream`. */
+hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
+                                size_t bytes, hetcclStream_t stream);
+/* Enqueues receiving `bytes` on `stream`: into dst, or with a != NULL
+ * dst = a op received (count bytes / size of dt elements). */
+hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
+                                size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream);
+
+/* After an abort: stores, from the host, counter values that satisfy every
+ * wait this side has enqueued, so none of its streams stays blocked. */
+void hetccl_dwin_release(struct hetccl_dwin *win);
+
+/* The chunk of a window transfer of `bytes` (both ends compute it alike). */
+size_t hetccl_dwin_chunk(const struct hetccl_dwin *win, size_t bytes);
+
+#endif
