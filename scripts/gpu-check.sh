@@ -23,6 +23,7 @@
 # EXTRA_CFLAGS (-Wno-error=maybe-uninitialized), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
+# SKIP_STAGED (1: no cross-domain run without device windows),
 # SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
 # COLLS (the collectives of the parity runs).
 # Logs go to $OUT when it is set, else to $BUILD/logs (the device tool brings
@@ -235,6 +236,12 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
     echo "### hetccl-perf allreduce -N 2 -G cuda --domains 1,1 -b 8 -e $xmax --host-time"
     timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b 8 -e "$xmax" -f 4 -n "$ITERS_LARGE" \
       -w "$WARMUP_LARGE" --check-max "$CHECK_MAX" --host-time -T 280
+    if [ "${SKIP_STAGED:-0}" != 1 ]; then
+      # The same without device windows: staged through the progress engine.
+      echo "### staged: HETCCL_SHM_WINDOW_BYTES=0 hetccl-perf allreduce -N 2 -G cuda --domains 1,1"
+      HETCCL_SHM_WINDOW_BYTES=0 timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b 8 \
+        -e "$xmax" -f 4 -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 1M --host-time -T 280
+    fi
   } >"$cross_log" 2>&1 || fail "cross-domain benchmark (see cross.log)"
   share=$([ "$ngpus" -ge 2 ] && echo 1 || echo 2)
   say ""
@@ -242,11 +249,18 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
   awk -v share="$share" '
     /^### hetccl-pciebench/ { mode = "pcie"; next }
     /^### hetccl-perf/ { mode = "perf"; next }
+    /^### staged/ { mode = "staged"; next }
+    mode == "staged" && $1 ~ /^[0-9]+$/ && NF == 15 { staged[$1] = $8; next }
     mode == "pcie" && $1 ~ /^[0-9]+$/ { both[$1] = $4; last = $4 }
     mode == "perf" && $1 ~ /^[0-9]+$/ && NF == 15 {
       lim = ($1 in both) ? both[$1] / share : last / share
-      printf "%12s busbw %8s  time %10s us  host %8s us  limit %7.2f  ratio %s\n", $1, $8, $6, $14, lim,
-             (lim > 0 && $1 + 0 >= 1048576) ? sprintf("%.3f", $8 / lim) : "-"
+      row[++n] = sprintf("%12s busbw %8s  time %10s us  host %8s us  limit %7.2f  ratio %s", $1, $8, $6, $14, lim,
+                         (lim > 0 && $1 + 0 >= 1048576) ? sprintf("%.3f", $8 / lim) : "-")
+      size[n] = $1
+    }
+    END {
+      for (i = 1; i <= n; i++)
+        print row[i] ((size[i] in staged) ? sprintf("  staged busbw %8s", staged[size[i]]) : "")
     }' "$cross_log" | tee -a "$summary"
 fi
 
