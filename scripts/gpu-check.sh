@@ -23,7 +23,8 @@
 # EXTRA_CFLAGS (-Wno-error=maybe-uninitialized), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
-# SKIP_STAGED (1: no cross-domain run without device windows),
+# SKIP_STAGED (1: no cross-domain run without device windows), XMIN (8) and
+# XFACTOR (4): the cross-domain sizes,
 # SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
 # COLLS (the collectives of the parity runs).
 # Logs go to $OUT when it is set, else to $BUILD/logs (the device tool brings
@@ -234,13 +235,13 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
     echo "### hetccl-pciebench -e $xmax"
     timeout -k 10 120 "$bin/hetccl-pciebench" -b 1M -e "$xmax" -n 10
     echo "### hetccl-perf allreduce -N 2 -G cuda --domains 1,1 -b 8 -e $xmax --host-time"
-    timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b 8 -e "$xmax" -f 4 -n "$ITERS_LARGE" \
+    timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b "${XMIN:-8}" -e "$xmax" -f "${XFACTOR:-4}" -n "$ITERS_LARGE" \
       -w "$WARMUP_LARGE" --check-max "$CHECK_MAX" --host-time -T 280
     if [ "${SKIP_STAGED:-0}" != 1 ]; then
       # The same without device windows: staged through the progress engine.
       echo "### staged: HETCCL_SHM_WINDOW_BYTES=0 hetccl-perf allreduce -N 2 -G cuda --domains 1,1"
-      HETCCL_SHM_WINDOW_BYTES=0 timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b 8 \
-        -e "$xmax" -f 4 -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 1M --host-time -T 280
+      HETCCL_SHM_WINDOW_BYTES=0 timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b "${XMIN:-8}" \
+        -e "$xmax" -f "${XFACTOR:-4}" -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 1M --host-time -T 280
     fi
   } >"$cross_log" 2>&1 || fail "cross-domain benchmark (see cross.log)"
   share=$([ "$ngpus" -ge 2 ] && echo 1 || echo 2)

@@ -33,6 +33,10 @@ struct hetccl_dwin {
   char *dev_base;         /* device address of w.base */
   uint64_t tx_end;        /* virtual end of the last chunk sent / received (bytes) */
   uint64_t rx_end;
+  /* Reducing receives: a chunk is first copied here by a copy engine (then
+   * reduced in device memory), unless the kernel reads the window itself. */
+  void *bounce;           /* device memory, half the window; NULL: kernel reads */
+  int device;
 };
 
 /* Maps the link's window for `device`; returns hetcclSuccess with win->dev_base
