@@ -164,11 +164,15 @@ fail:
   return rc;
 }
 
+/* Each staged transfer starts on a 64-byte boundary, so the reduce kernel
+ * reads aligned elements whatever the sizes of the transfers before it. */
+static size_t staged_span(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
 /* Staged (engine) bytes of a phase in one direction. */
 static size_t staged_bytes(struct hetccl_dexec *d, const struct hetccl_phase *ph, int send) {
   size_t t = 0;
   for (int i = 0; i < ph->n; i++)
-    if (ph->x[i].send == send && !window_of(d, ph->x[i].link)) t += ph->x[i].bytes;
+    if (ph->x[i].send == send && !window_of(d, ph->x[i].link)) t += staged_span(ph->x[i].bytes);
   return t;
 }
 
@@ -223,7 +227,7 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
       HETCCL_TRY(D->event_record(ev, stream));
       HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate));
     }
-    staging += x->bytes;
+    staging += staged_span(x->bytes);
   }
   char *landing = d->recv.host;
   for (int i = 0; i < ph->n; i++) {
@@ -232,7 +236,7 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk)
       HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0));
-    landing += x->bytes;
+    landing += staged_span(x->bytes);
   }
   hetccl_progress_submit(d->engine, job);
   *jobp = job;
@@ -259,7 +263,7 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
       else
         HETCCL_TRY(D->copy_async((char *)x->dst + off, (char *)d->recv.host + at + off, n, stream));
     }
-    at += x->bytes;
+    at += staged_span(x->bytes);
   }
   return D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ);
 }
