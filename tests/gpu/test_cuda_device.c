@@ -102,6 +102,15 @@ static void test_memory(uint64_t *rng) {
   check(ok && memcmp(h2, h1 + 11, 1001) == 0, "async device->device copy at odd offsets");
   check(OK(D->copy_async(d1, d2, 0, s)), "zero-byte async copy");
 
+  /* zero_async clears exactly its range (odd offset and length) on the stream. */
+  ok = OK(D->copy(d1, h1, bytes)) && OK(D->zero_async((char *)d1 + 7, 4093, s)) && OK(D->stream_synchronize(s)) &&
+       OK(D->copy(h2, d1, bytes));
+  size_t nonzero = 0;
+  for (size_t i = 7; i < 7 + 4093; i++) nonzero += h2[i] != 0;
+  check(ok && nonzero == 0 && memcmp(h2, h1, 7) == 0 && memcmp(h2 + 7 + 4093, h1 + 7 + 4093, bytes - 7 - 4093) == 0,
+        "zero_async clears [7, 4100) and nothing else");
+  check(OK(D->zero_async(d1, 0, s)), "zero-byte zero_async");
+
   D->stream_destroy(s);
   D->mem_free(0, d1);
   D->mem_free(0, d2);

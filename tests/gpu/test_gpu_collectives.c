@@ -61,7 +61,7 @@ enum { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTO
 static const char *g_coll_names[NCOLLS] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
                                            "alltoall",  "alltoallv", "gather",  "scatter",   "sendrecv"};
 
-enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE };
+enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS };
 
 #define MAX_COUNTS 16
 struct opts {
@@ -612,6 +612,43 @@ static void run_sendrecv(struct mcase *c, uint64_t seed) {
   end_case(c);
 }
 
+/* A group spanning domains on two streams is refused with
+ * hetcclInvalidUsage (docs/NCCL_COMPAT.md), by every GPU rank before it
+ * enqueues anything, and the communicator then still works. Only for
+ * layouts of GPU ranks alone: a host rank has no streams to refuse. */
+static void run_two_streams(struct mcase *c, uint64_t seed) {
+  begin_case(c, C_ALLREDUCE, -1, 1);
+  c->t = hetcclFloat32;
+  c->es = sizeof(float);
+  c->count = 1024;
+  float *buf = dbuf_alloc(c, 0, c->count * c->es, seed, 0);
+  for (size_t i = 0; i < c->count; i++) buf[i] = (float)(c->rank + 1) * (float)(i % 7);
+  hetcclStream_t second = NULL;
+  if (upload(c) && note_rc(c, "stream_create", D->stream_create(c->device, &second)) &&
+      note_rc(c, "hetcclGroupStart", hetcclGroupStart())) {
+    float *d = dev_of(c, buf);
+    note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, 512, hetcclFloat32, hetcclSum, c->comm, c->stream));
+    note_rc(c, "hetcclAllReduce", hetcclAllReduce(d + 512, d + 512, 512, hetcclFloat32, hetcclSum, c->comm, second));
+    hetcclResult_t rc = hetcclGroupEnd();
+    const char *msg = hetcclGetLastError(c->comm);
+    if (rc != hetcclInvalidUsage)
+      note(c, "a group on two streams across domains: hetcclGroupEnd gave %d, want hetcclInvalidUsage", (int)rc);
+    else if (!strstr(msg, "one stream per group"))
+      note(c, "a group on two streams across domains: the message does not say what to do: %s", msg);
+    /* Nothing of the refused group ran: one AllReduce now sums the inputs once. */
+    if (!c->problem[0] &&
+        note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) &&
+        complete(c, c->stream)) {
+      float want_scale = (float)(c->n * (c->n + 1) / 2);
+      for (size_t i = 0; i < c->count && !c->problem[0]; i++)
+        if (buf[i] != want_scale * (float)(i % 7))
+          note(c, "AllReduce after the refused group: element %zu is %g, want %g", i, buf[i], want_scale * (float)(i % 7));
+    }
+  }
+  if (second) D->stream_destroy(second);
+  end_case(c);
+}
+
 /* ---- Jobs ---- */
 
 /* The rank's device kind, GPU and stream, as its layout entry says. Every
@@ -739,7 +776,10 @@ static int job_rank(ht_ctx *ctx, void *arg) {
   struct mcase c;
   if (rank_setup(ctx, o, &c)) return 1;
   if (make_comm(&c)) return 1;
-  for_each_type_count(&c, o, o->job == JOB_MATRIX ? run_count : run_inplace_alltoall);
+  if (o->job == JOB_STREAMS)
+    run_two_streams(&c, 0x5eed0001u + (uint64_t)ctx->next_case);
+  else
+    for_each_type_count(&c, o, o->job == JOB_MATRIX ? run_count : run_inplace_alltoall);
   destroy_comm(&c);
   unsigned report[3] = {g_refusals, g_skipped, g_renewals};
   if (ctx->rank == 0 && g_report_fd >= 0 && write(g_report_fd, report, sizeof report) < 0) perror("write");
@@ -815,7 +855,17 @@ static void run_job(const char *name, int nranks, int timeout_s, ht_env_fn env, 
   fflush(stdout);
 }
 
-/* The matrix and alltoall-in-place jobs on one layout. */
+/* Cuda ranks only, in more than one domain (labels differ). */
+static int gpu_only_across_domains(const struct gpu_layout *l) {
+  int labels_differ = 0;
+  for (int r = 0; r < l->nranks; r++) {
+    if (l->kind[r] != GPU_LAYOUT_CUDA) return 0;
+    labels_differ |= strcmp(l->label[r], l->label[0]) != 0;
+  }
+  return labels_differ;
+}
+
+/* The matrix, alltoall-in-place and two-streams jobs on one layout. */
 static void run_layout(const struct opts *base, struct gpu_layout *l) {
   struct opts o = *base;
   o.layout = l;
@@ -838,6 +888,11 @@ static void run_layout(const struct opts *base, struct gpu_layout *l) {
   snprintf(name, sizeof name, "alltoall-in-place [%s]", l->spec);
   if (o.coll_mask & ((1u << C_ALLTOALL) | (1u << C_ALLTOALLV)))
     run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+  if (gpu_only_across_domains(l) && (o.coll_mask & (1u << C_ALLREDUCE))) {
+    o.job = JOB_STREAMS;
+    snprintf(name, sizeof name, "two-streams [%s]", l->spec);
+    run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+  }
 }
 
 /* Communicators spanning domains, run after the one-domain layout when no
