@@ -68,22 +68,42 @@ static void *dev_addr(const struct hetccl_dwin *win, const void *host) {
 
 static uint32_t units(uint64_t virt) { return (uint32_t)(virt / WIN_UNIT); }
 
+/* The counter behind `host` has reached `value` already (it only grows, so
+ * a wait for it would pass): the wait can be left out. */
+static int reached(_Atomic uint32_t *host, uint32_t value) {
+  return (int32_t)(atomic_load_explicit(host, memory_order_acquire) - value) >= 0;
+}
+
+/* Each chunk's counter write goes out with the next chunk's wait in one
+ * driver call where the device batches them (stream_memops32): two calls
+ * per chunk on the sender, three on a reducing receiver. */
+static struct hetccl_memop32 wait_op(void *dev_addr, uint32_t value) {
+  return (struct hetccl_memop32){.dev_addr = dev_addr, .value = value, .wait = 1, .cond = HETCCL_WAIT_GEQ};
+}
+static struct hetccl_memop32 write_op(void *dev_addr, uint32_t value) {
+  return (struct hetccl_memop32){.dev_addr = dev_addr, .value = value};
+}
+
 hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
                                 size_t bytes, hetcclStream_t stream) {
   uint64_t W = win->w.data_bytes;
   void *produced = dev_addr(win, win->w.tx_produced), *consumed = dev_addr(win, win->w.tx_consumed);
   size_t chunk = hetccl_dwin_chunk(win, bytes);
+  struct hetccl_memop32 ops[2];
+  int nops = 0;
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->tx_end, n), end = v + round_up(n, WIN_UNIT);
     /* Room: everything before end - W has been read by the peer. With
      * chunks of at most W/2 that point is at or before the previous end. */
-    if (end > W) HETCCL_TRY(dev->stream_wait_value32(stream, consumed, units(end - W), HETCCL_WAIT_GEQ));
+    if (end > W && !reached(win->w.tx_consumed, units(end - W))) ops[nops++] = wait_op(consumed, units(end - W));
+    HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
     HETCCL_TRY(dev->copy_async(win->w.tx_data + v % W, (const char *)src + off, n, stream));
-    HETCCL_TRY(dev->stream_write_value32(stream, produced, units(end)));
+    ops[0] = write_op(produced, units(end));
+    nops = 1;
     win->tx_end = end;
   }
-  return hetcclSuccess;
+  return hetccl_memops32(dev, stream, ops, nops);
 }
 
 hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
@@ -91,25 +111,27 @@ hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetc
   uint64_t W = win->w.data_bytes;
   void *produced = dev_addr(win, win->w.rx_produced), *consumed = dev_addr(win, win->w.rx_consumed);
   size_t chunk = hetccl_dwin_chunk(win, bytes), esz = a ? hetccl_type_size(dt) : 1;
+  struct hetccl_memop32 ops[2];
+  int nops = 0;
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->rx_end, n), end = v + round_up(n, WIN_UNIT);
     uint8_t *data = win->w.rx_data + v % W;
-    HETCCL_TRY(dev->stream_wait_value32(stream, produced, units(end), HETCCL_WAIT_GEQ));
+    if (!reached(win->w.rx_produced, units(end))) ops[nops++] = wait_op(produced, units(end));
+    HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
     if (a && !win->bounce) {
       HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, dev_addr(win, data), n / esz, dt, op, 0, stream));
-      HETCCL_TRY(dev->stream_write_value32(stream, consumed, units(end)));
     } else {
-      /* The window is free again as soon as the copy is done. The bounce
-       * buffer holds one chunk (at most half the window): this stream runs
-       * each reduction before the next copy into it. */
+      /* The bounce buffer holds one chunk (at most half the window): this
+       * stream runs each reduction before the next copy into it. */
       HETCCL_TRY(dev->copy_async(a ? win->bounce : (char *)dst + off, data, n, stream));
-      HETCCL_TRY(dev->stream_write_value32(stream, consumed, units(end)));
       if (a) HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, win->bounce, n / esz, dt, op, 0, stream));
     }
+    ops[0] = write_op(consumed, units(end));
+    nops = 1;
     win->rx_end = end;
   }
-  return hetcclSuccess;
+  return hetccl_memops32(dev, stream, ops, nops);
 }
 
 void hetccl_dwin_release(struct hetccl_dwin *win) {

@@ -15,6 +15,16 @@
 
 enum hetccl_device_kind { HETCCL_DEVICE_HOST = 0, HETCCL_DEVICE_CUDA = 1, HETCCL_DEVICE_HIP = 2, HETCCL_DEVICE_KINDS };
 
+/* One stream wait (wait = 1, cond as stream_wait_value32) or write of a
+ * 32-bit word, for stream_memops32. */
+struct hetccl_memop32 {
+  void *dev_addr;
+  uint32_t value;
+  int wait;
+  int cond;
+};
+#define HETCCL_MEMOPS_MAX 4
+
 struct hetccl_device_ops {
   unsigned version; /* HETCCL_DEVICE_OPS_VERSION */
   int kind;
@@ -85,6 +95,9 @@ struct hetccl_device_ops {
   int (*can_wait_value)(int device);
   hetcclResult_t (*stream_wait_value32)(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond);
   hetcclResult_t (*stream_write_value32)(hetcclStream_t stream, void *dev_addr, uint32_t value);
+  /* Optional: n (at most HETCCL_MEMOPS_MAX) waits and writes as above,
+   * enqueued in order with one driver call. NULL: use hetccl_memops32(). */
+  hetcclResult_t (*stream_memops32)(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n);
 
   /*
    * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of
@@ -119,6 +132,11 @@ struct hetccl_device_ops {
 
 /* stream_wait_value32() conditions. */
 enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
+
+/* ops[0..n) on `stream` in order: one call where the kind batches them,
+ * else one call each. */
+hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
+                               const struct hetccl_memop32 *ops, int n);
 
 extern const struct hetccl_device_ops hetccl_device_host;
 /* Over libcuda.so.1, opened at first use; available() is 0 where it is missing. */

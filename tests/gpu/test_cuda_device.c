@@ -191,6 +191,30 @@ static void test_flags(uint64_t *rng) {
   if (shm != MAP_FAILED) munmap(shm, shm_bytes);
   check(D->stream_wait_value32(s, flags_dev, 1, 99) == hetcclInvalidArgument, "unknown wait condition rejected");
 
+  /* Batched: write, wait, write in one call run in order: the first write
+   * lands, the second only once the wait is satisfied. */
+  check(D->stream_memops32 != NULL, "cuda batches stream memory operations");
+  if (D->stream_memops32) {
+    set_word(flag, 0);
+    set_word(done, 0);
+    set_word(done2, 0);
+    struct hetccl_memop32 ops[3] = {{.dev_addr = flags_dev + 1, .value = 11},
+                                    {.dev_addr = flags_dev, .value = 3, .wait = 1, .cond = HETCCL_WAIT_GEQ},
+                                    {.dev_addr = flags_dev + 2, .value = 12}};
+    check(OK(D->stream_memops32(s, ops, 3)), "enqueue write, wait, write");
+    check(wait_word(done, 11, 10.0), "the write before the batched wait lands");
+    usleep(100 * 1000);
+    check(*done2 == 0, "the write behind the batched wait has not run");
+    set_word(flag, 2);
+    usleep(50 * 1000);
+    check(*done2 == 0, "GEQ: 2 does not satisfy a batched wait for 3");
+    set_word(flag, 3);
+    check(wait_word(done2, 12, 10.0), "the batched wait is released and the last write lands");
+    struct hetccl_memop32 bad = {.dev_addr = flags_dev, .value = 1, .wait = 1, .cond = 99};
+    check(D->stream_memops32(s, &bad, 1) == hetcclInvalidArgument, "batched: unknown wait condition rejected");
+    check(OK(D->stream_synchronize(s)), "stream drains after the batch");
+  }
+
   D->event_destroy(ev);
   D->event_destroy(ev2);
   D->stream_destroy(s);

@@ -59,6 +59,7 @@ static const struct entry g_entries[] = {
     E(StreamWaitEvent, "cuStreamWaitEvent"),
     E(StreamWaitValue32, "cuStreamWaitValue32_v2"),
     E(StreamWriteValue32, "cuStreamWriteValue32_v2"),
+    E(StreamBatchMemOp, "cuStreamBatchMemOp_v2"),
     E(EventCreate, "cuEventCreate"),
     E(EventRecord, "cuEventRecord"),
     E(EventQuery, "cuEventQuery"),
@@ -74,7 +75,7 @@ static const struct entry g_entries[] = {
  * environments); the features behind them report unsupported. */
 static int optional_entry(const char *name) {
   return !strcmp(name, "cuMemGetHandleForAddressRange") || !strcmp(name, "cuStreamWaitValue32") ||
-         !strcmp(name, "cuStreamWriteValue32");
+         !strcmp(name, "cuStreamWriteValue32") || !strcmp(name, "cuStreamBatchMemOp");
 }
 
 static struct hetccl_cu g_cu;

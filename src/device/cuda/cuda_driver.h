@@ -52,6 +52,27 @@ typedef struct CUfunc_st *CUfunction;
 #define CU_STREAM_WAIT_VALUE_GEQ 0x0
 #define CU_STREAM_WAIT_VALUE_EQ 0x1
 #define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
+#define CU_STREAM_MEM_OP_WAIT_VALUE_32 1
+#define CU_STREAM_MEM_OP_WRITE_VALUE_32 2
+
+/* One operation of cuStreamBatchMemOp (CUstreamBatchMemOpParams): the
+ * wait and write members share this layout; the union is 48 bytes. */
+struct hetccl_cu_memop_value {
+  unsigned operation;
+  CUdeviceptr address;
+  union {
+    uint32_t value;
+    uint64_t value64;
+  } v;
+  unsigned flags;
+  CUdeviceptr alias; /* the driver's */
+};
+typedef union {
+  unsigned operation;
+  struct hetccl_cu_memop_value value;
+  uint64_t pad[6];
+} CUstreamBatchMemOpParams;
+_Static_assert(sizeof(CUstreamBatchMemOpParams) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 0x1
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1
 
@@ -93,6 +114,7 @@ struct hetccl_cu {
   CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, uint32_t, unsigned);
   CUresult (*StreamWriteValue32)(CUstream, CUdeviceptr, uint32_t, unsigned);
+  CUresult (*StreamBatchMemOp)(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventQuery)(CUevent);

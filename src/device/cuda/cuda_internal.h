@@ -33,6 +33,7 @@ hetcclResult_t hetccl_cuda_load_kernels(int device);
 int hetccl_cuda_can_wait_value(int device);
 hetcclResult_t hetccl_cuda_wait_value32(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond);
 hetcclResult_t hetccl_cuda_write_value32(hetcclStream_t stream, void *dev_addr, uint32_t value);
+hetcclResult_t hetccl_cuda_memops32(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n);
 
 /* cuda_memory.c */
 hetcclResult_t hetccl_cuda_mem_alloc(int device, size_t bytes, void **ptr);

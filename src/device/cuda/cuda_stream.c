@@ -3,6 +3,8 @@
  * on and writes of 32-bit flags) of the cuda device kind. A hetcclStream_t
  * on a cuda rank is a cudaStream_t, which is the driver's CUstream.
  */
+#include <string.h>
+
 #include "device/cuda/cuda_internal.h"
 #include "util/error.h"
 
@@ -124,6 +126,36 @@ hetcclResult_t hetccl_cuda_wait_value32(hetcclStream_t stream, void *dev_addr, u
     default: return hetccl_error(hetcclInvalidArgument, "unknown stream wait condition %d", cond);
   }
   HETCCL_CU_TRY(cu, StreamWaitValue32((CUstream)stream, (CUdeviceptr)(uintptr_t)dev_addr, value, flags));
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_cuda_memops32(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n) {
+  const struct hetccl_cu *cu;
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  if (n < 1 || n > HETCCL_MEMOPS_MAX) return hetccl_error(hetcclInternalError, "%d stream memory operations", n);
+  if (!cu->StreamBatchMemOp) { /* a driver before CUDA 12: one call each */
+    for (int i = 0; i < n; i++)
+      HETCCL_TRY(ops[i].wait ? hetccl_cuda_wait_value32(stream, ops[i].dev_addr, ops[i].value, ops[i].cond)
+                             : hetccl_cuda_write_value32(stream, ops[i].dev_addr, ops[i].value));
+    return hetcclSuccess;
+  }
+  CUstreamBatchMemOpParams p[HETCCL_MEMOPS_MAX];
+  memset(p, 0, sizeof p);
+  for (int i = 0; i < n; i++) {
+    struct hetccl_cu_memop_value *v = &p[i].value;
+    v->operation = ops[i].wait ? CU_STREAM_MEM_OP_WAIT_VALUE_32 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    v->address = (CUdeviceptr)(uintptr_t)ops[i].dev_addr;
+    v->v.value = ops[i].value;
+    if (!ops[i].wait)
+      v->flags = CU_STREAM_WRITE_VALUE_DEFAULT; /* fences earlier writes, as stream_write_value32 */
+    else if (ops[i].cond == HETCCL_WAIT_GEQ)
+      v->flags = CU_STREAM_WAIT_VALUE_GEQ;
+    else if (ops[i].cond == HETCCL_WAIT_EQ)
+      v->flags = CU_STREAM_WAIT_VALUE_EQ;
+    else
+      return hetccl_error(hetcclInvalidArgument, "unknown stream wait condition %d", ops[i].cond);
+  }
+  HETCCL_CU_TRY(cu, StreamBatchMemOp((CUstream)stream, (unsigned)n, p, 0));
   return hetcclSuccess;
 }
 
