@@ -111,6 +111,21 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
   return hetcclSuccess;
 }
 
+/* The engine's watch: a window peer that left while this rank's streams
+ * still wait for it fails the communicator and releases every window wait,
+ * so no stream stays blocked on a process that is gone. */
+#define WINDOW_WATCH_MS 100
+static hetcclResult_t watch_windows(void *arg) {
+  struct hetccl_dexec *d = arg;
+  for (int r = 0; r < d->nranks; r++) {
+    hetcclResult_t rc = hetccl_dwin_watch(&d->win[r]);
+    if (rc == hetcclSuccess) continue;
+    for (int q = 0; q < d->nranks; q++) hetccl_dwin_release(&d->win[q]);
+    return rc;
+  }
+  return hetcclSuccess;
+}
+
 /* Maps every link's device window; the send stream and its events exist only with one. */
 static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
   d->win = calloc((size_t)nranks, sizeof *d->win);
@@ -128,7 +143,9 @@ static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *l
   }
   HETCCL_TRY(d->dev->stream_create(d->device, &d->send_stream));
   HETCCL_TRY(d->dev->event_create(d->device, &d->fork_event));
-  return d->dev->event_create(d->device, &d->join_event);
+  HETCCL_TRY(d->dev->event_create(d->device, &d->join_event));
+  hetccl_progress_watch(d->engine, watch_windows, d, WINDOW_WATCH_MS);
+  return hetcclSuccess;
 }
 
 static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *l) {

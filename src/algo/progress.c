@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/array.h"
 #include "util/error.h"
@@ -30,6 +31,10 @@ struct hetccl_progress {
   int failed;             /* engine-only after start */
   pthread_t thread;
   int thread_live;
+  hetccl_progress_watch_fn watch_fn;  /* under lock until the engine reads it */
+  void *watch_arg;
+  int watch_period_ms;
+  uint64_t next_watch_ns;             /* engine-only */
 };
 
 static void flag_store(struct hetccl_progress *p, uint32_t v) {
@@ -45,6 +50,20 @@ static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
   atomic_compare_exchange_strong(p->error_out, &ok, (int)rc);
   HETCCL_WARN("progress engine (device %d): %s; later cross-domain operations of this communicator are skipped",
               p->device, hetccl_last_error());
+}
+
+/* Runs the watch when it is due (engine thread, lock not held). */
+static void watch(struct hetccl_progress *p) {
+  pthread_mutex_lock(&p->lock);
+  hetccl_progress_watch_fn fn = p->watch_fn;
+  void *arg = p->watch_arg;
+  uint64_t period = (uint64_t)p->watch_period_ms * 1000000u;
+  pthread_mutex_unlock(&p->lock);
+  uint64_t now = hetccl_now_ns();
+  if (!fn || p->failed || now < p->next_watch_ns) return;
+  p->next_watch_ns = now + period;
+  hetcclResult_t rc = fn(arg);
+  if (rc != hetcclSuccess) fail(p, rc);
 }
 
 static int aborting(struct hetccl_progress *p) {
@@ -64,6 +83,7 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
     if (q == hetcclSuccess) break;
     if (q != hetcclInProgress) return q;
     if (aborting(p)) return hetcclRemoteError;
+    watch(p);
     hetccl_backoff_pause(&bo);
   }
   for (int i = 0; i < j->nx; i++) {
@@ -124,6 +144,7 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
     }
     if (left > 0 && !progressed) {
       if (aborting(p)) return hetcclRemoteError;
+      watch(p);
       hetccl_backoff_pause(&bo);
     }
   }
@@ -135,7 +156,22 @@ static void *engine_main(void *arg) {
   if (p->dev->set_device(p->device) != hetcclSuccess) fail(p, hetcclUnhandledCudaError);
   pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (p->head == p->tail && !p->stop) pthread_cond_wait(&p->cond, &p->lock);
+    while (p->head == p->tail && !p->stop) {
+      if (!p->watch_fn) {
+        pthread_cond_wait(&p->cond, &p->lock);
+        continue;
+      }
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)p->watch_period_ms * 1000000u;
+      until.tv_sec += (time_t)(ns / 1000000000u);
+      until.tv_nsec = (long)(ns % 1000000000u);
+      pthread_cond_timedwait(&p->cond, &p->lock, &until);
+      if (p->head != p->tail || p->stop) break;
+      pthread_mutex_unlock(&p->lock);
+      watch(p);
+      pthread_mutex_lock(&p->lock);
+    }
     if (p->head == p->tail) break; /* stopping and drained */
     struct hetccl_progress_job *j = &p->slots[p->head % PROGRESS_SLOTS];
     int skip = p->abort || p->failed;
@@ -234,6 +270,15 @@ void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_jo
   pthread_mutex_lock(&p->lock);
   p->tail++;
   pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+}
+
+void hetccl_progress_watch(struct hetccl_progress *p, hetccl_progress_watch_fn fn, void *arg, int period_ms) {
+  pthread_mutex_lock(&p->lock);
+  p->watch_fn = fn;
+  p->watch_arg = arg;
+  p->watch_period_ms = period_ms > 0 ? period_ms : 100;
+  pthread_cond_broadcast(&p->cond); /* the idle engine starts waking up */
   pthread_mutex_unlock(&p->lock);
 }
 

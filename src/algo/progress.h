@@ -74,6 +74,12 @@ hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *job, hetccl_link 
                                    int send, int gate);
 /* Hands the job to the engine; sets job->flag_base (read it before the next begin). */
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *job);
+/* A check the engine runs about every period_ms, while idle and between
+ * polls inside jobs; its failure becomes the communicator's async error
+ * (and later jobs are skipped, their flags still released). Set once,
+ * before any job. */
+typedef hetcclResult_t (*hetccl_progress_watch_fn)(void *arg);
+void hetccl_progress_watch(struct hetccl_progress *p, hetccl_progress_watch_fn fn, void *arg, int period_ms);
 /* Waits until every submitted job is done (finalize). */
 hetcclResult_t hetccl_progress_drain(struct hetccl_progress *p);
 /* Stops the thread and frees everything. abort: without waiting for device

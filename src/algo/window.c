@@ -15,6 +15,7 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
                                 struct hetccl_dwin *win) {
   memset(win, 0, sizeof *win);
   if (!link || !hetccl_link_window(link, &win->w)) return hetcclSuccess;
+  win->link = link;
   if (win->w.data_bytes < 2 * WIN_UNIT || win->w.data_bytes % (2 * WIN_UNIT))
     return hetccl_error(hetcclInternalError, "device window of %zu bytes to rank %d is malformed", win->w.data_bytes,
                         link->peer);
@@ -96,7 +97,10 @@ hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetc
     uint64_t v = place(win, win->tx_end, n), end = v + round_up(n, WIN_UNIT);
     /* Room: everything before end - W has been read by the peer. With
      * chunks of at most W/2 that point is at or before the previous end. */
-    if (end > W && !reached(win->w.tx_consumed, units(end - W))) ops[nops++] = wait_op(consumed, units(end - W));
+    if (end > W && !reached(win->w.tx_consumed, units(end - W))) {
+      ops[nops++] = wait_op(consumed, units(end - W));
+      atomic_store_explicit(&win->tx_need, units(end - W), memory_order_release);
+    }
     HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
     HETCCL_TRY(dev->copy_async(win->w.tx_data + v % W, (const char *)src + off, n, stream));
     ops[0] = write_op(produced, units(end));
@@ -117,7 +121,10 @@ hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetc
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->rx_end, n), end = v + round_up(n, WIN_UNIT);
     uint8_t *data = win->w.rx_data + v % W;
-    if (!reached(win->w.rx_produced, units(end))) ops[nops++] = wait_op(produced, units(end));
+    if (!reached(win->w.rx_produced, units(end))) {
+      ops[nops++] = wait_op(produced, units(end));
+      atomic_store_explicit(&win->rx_need, units(end), memory_order_release);
+    }
     HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
     if (a && !win->bounce) {
       HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, dev_addr(win, data), n / esz, dt, op, 0, stream));
@@ -136,7 +143,19 @@ hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetc
 
 void hetccl_dwin_release(struct hetccl_dwin *win) {
   if (!win->dev_base) return;
-  /* Far enough ahead of anything enqueued (waits compare with wrap). */
-  atomic_store_explicit(win->w.rx_produced, units(win->rx_end) + (1u << 30), memory_order_release);
-  atomic_store_explicit(win->w.tx_consumed, units(win->tx_end) + (1u << 30), memory_order_release);
+  const uint32_t ahead = 1u << 30; /* waits compare with wrap: anything enqueued is behind this */
+  atomic_store_explicit(win->w.rx_produced, atomic_load(win->w.rx_produced) + ahead, memory_order_release);
+  atomic_store_explicit(win->w.tx_consumed, atomic_load(win->w.tx_consumed) + ahead, memory_order_release);
+}
+
+hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {
+  if (!win->dev_base) return hetcclSuccess;
+  int pending = !reached(win->w.rx_produced, atomic_load_explicit(&win->rx_need, memory_order_acquire)) ||
+                !reached(win->w.tx_consumed, atomic_load_explicit(&win->tx_need, memory_order_acquire));
+  if (!pending) return hetcclSuccess;
+  hetcclResult_t rc = hetccl_link_check_peer(win->link);
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "rank %d left with transfers through the device window still waited for (%s)",
+                        win->link->peer, hetccl_last_error());
+  return hetcclSuccess;
 }

@@ -21,6 +21,7 @@
 #ifndef HETCCL_ALGO_WINDOW_H
 #define HETCCL_ALGO_WINDOW_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@
 
 struct hetccl_dwin {
   struct hetccl_link_window w;
+  hetccl_link *link;
   char *dev_base;         /* device address of w.base */
   uint64_t tx_end;        /* virtual end of the last chunk sent / received (bytes) */
   uint64_t rx_end;
@@ -37,6 +39,9 @@ struct hetccl_dwin {
    * reduced in device memory), unless the kernel reads the window itself. */
   void *bounce;           /* device memory, half the window; NULL: kernel reads */
   int device;
+  /* The counter values the last enqueued waits need, for hetccl_dwin_watch
+   * on another thread. */
+  _Atomic uint32_t rx_need, tx_need;
 };
 
 /* Maps the link's window for `device`; returns hetcclSuccess with win->dev_base
@@ -53,9 +58,14 @@ hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetc
 hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
                                 size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream);
 
-/* After an abort: stores, from the host, counter values that satisfy every
- * wait this side has enqueued, so none of its streams stays blocked. */
+/* After an abort or a lost peer: stores, from the host, counter values far
+ * ahead of the current ones (2^30 units, 256 GiB), which satisfy every wait
+ * this side has enqueued, so none of its streams stays blocked. Any thread. */
 void hetccl_dwin_release(struct hetccl_dwin *win);
+/* Any thread: hetcclRemoteError when waits this side enqueued can no longer
+ * be satisfied because the peer closed the link or is gone. A peer that
+ * left after producing (and consuming) everything waited for is no error. */
+hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win);
 
 /* The chunk of a window transfer of `bytes` (both ends compute it alike). */
 size_t hetccl_dwin_chunk(const struct hetccl_dwin *win, size_t bytes);

@@ -246,6 +246,18 @@ static int shm_window(hetccl_link *link, struct hetccl_link_window *w) {
   return hetccl_shm_seg_window(&l->seg, l->side, w);
 }
 
+static hetcclResult_t shm_peer_state(hetccl_link *link) {
+  struct shm_link *l = (struct shm_link *)link;
+  uint32_t closed = atomic_load_explicit(&l->seg.hdr->closed[1 - l->side], memory_order_acquire);
+  if (closed)
+    return hetccl_error(hetcclRemoteError, "shm link to rank %d: the peer %s", l->base.peer,
+                        closed == 2 ? "failed" : "closed the link");
+  if (l->pid_comparable && hetccl_shm_pid_dead(l->peer_pid))
+    return hetccl_error(hetcclRemoteError, "shm link to rank %d: peer process %d is gone", l->base.peer,
+                        (int)l->peer_pid);
+  return hetcclSuccess;
+}
+
 static void shm_teardown(hetccl_net_ctx *ctx) { ctx->state[HETCCL_TRANSPORT_SHM] = NULL; }
 
 const struct hetccl_transport_ops hetccl_transport_shm = {
@@ -259,4 +271,5 @@ const struct hetccl_transport_ops hetccl_transport_shm = {
     .close = shm_close,
     .teardown = shm_teardown,
     .window = shm_window,
+    .check_peer = shm_peer_state,
 };

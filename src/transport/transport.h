@@ -94,6 +94,10 @@ struct hetccl_transport_ops {
   void (*teardown)(hetccl_net_ctx *ctx);
   /* Optional: fills *w and returns 1 when the link carries a device window. */
   int (*window)(hetccl_link *link, struct hetccl_link_window *w);
+  /* Optional: hetcclRemoteError when the peer has closed or broken the link
+   * or its process is gone, without driving the link (for a thread that
+   * watches windows, which carry no link messages). */
+  hetcclResult_t (*check_peer)(hetccl_link *link);
 };
 #define HETCCL_TRANSPORT_OPS_VERSION 1
 
@@ -120,6 +124,9 @@ static inline hetcclResult_t hetccl_link_irecv(hetccl_link *l, void *buf, size_t
 }
 static inline int hetccl_link_window(hetccl_link *l, struct hetccl_link_window *w) {
   return l->ops->window ? l->ops->window(l, w) : 0;
+}
+static inline hetcclResult_t hetccl_link_check_peer(hetccl_link *l) {
+  return l->ops->check_peer ? l->ops->check_peer(l) : hetcclSuccess;
 }
 static inline hetcclResult_t hetccl_link_test(hetccl_link *l, uint64_t req, int *done) {
   return l->ops->test(l, req, done);

@@ -15,7 +15,9 @@
  * both kinds, many phases in flight on alternating user streams; the
  * executor's stream order (fork, join, a phase on another stream), each
  * step held by the test so it is observed rather than raced; a staged
- * reduction after an odd-sized receive; destroy(abort) of an executor with
+ * reduction after an odd-sized receive; a window peer that leaves (an
+ * async error and released waits when this rank still waits for it, none
+ * when it had produced everything); destroy(abort) of an executor with
  * stuck transfers (last: it leaves a stream and events behind on device 0,
  * as an abort must).
  * Usage: test_window [seed].
@@ -61,6 +63,7 @@ static const char *volatile g_case = "";
   } while (0)
 
 static uint64_t rnd(void) { return fs_rand(&g_rng); }
+static void nap_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000}, NULL); }
 static long long ms_since(uint64_t t0) { return (long long)((hetccl_now_ns() - t0) / 1000000); }
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
@@ -918,6 +921,74 @@ out:
   mesh_close(&mh);
 }
 
+/* Closes rank r's end of its link to p now (as a process that leaves does). */
+static void link_leave(struct mesh *mh, int r, int p) {
+  mh->l[r][p]->ops->close(mh->l[r][p]);
+  mh->l[r][p] = NULL;
+}
+
+/* A window peer that leaves while this rank's streams still wait for it:
+ * the engine's watch makes it the communicator's async error and releases
+ * the waits (a receive never sent, a send never given room). A peer that
+ * leaves after producing everything waited for is no error, even while the
+ * waiting stream has not yet run. */
+static void case_exec_peer_gone(void) {
+  struct mesh mh;
+  struct xrank X[2];
+  int allocs_before[2];
+  struct gate g;
+  memset(X, 0, sizeof X);
+  memset(&g, 0, sizeof g);
+  const size_t sn = 3 * WIN + 64, rn = 100000, m = 50000;
+  char *src = dbuf(0, sn), *dst = dbuf(0, rn), *s1 = dbuf(1, m), *d0 = dbuf(0, m);
+  memset(s1, 0x5a, m);
+  memset(d0, SENTINEL, m);
+  if (!mesh_open(&mh, 2, WIN_PAIR) || !xranks_create(X, 2, &mh, allocs_before)) goto out;
+
+  /* Left with nothing pending: rank 1 sends, rank 0's receive is held by a gate. */
+  struct hetccl_phase_xfer xr = {.link = mh.l[0][1], .dst = d0, .bytes = m, .dt = hetcclUint8},
+                           xs = {.send = 1, .link = mh.l[1][0], .src = s1, .bytes = m};
+  struct hetccl_phase pr = {.x = &xr, .n = 1, .cap = 1}, ps = {.x = &xs, .n = 1, .cap = 1};
+  gate_new(&g, 0);
+  gate_hold(&g, X[0].us[0]);
+  CHECK(hetccl_dexec_exchange(X[0].d, &pr, X[0].us[0]) == hetcclSuccess, "exchange: %s", hetccl_last_error());
+  CHECK(hetccl_dexec_exchange(X[1].d, &ps, X[1].us[0]) == hetcclSuccess, "exchange: %s", hetccl_last_error());
+  CHECK(fs_sync_within(X[1].us[0], WAIT_MS), "rank 1's send did not finish");
+  hetccl_dexec_destroy(X[1].d, 0);
+  X[1].d = NULL;
+  streams_done(X[1].us, 2);
+  link_leave(&mh, 1, 0);
+  nap_ms(400); /* four watch periods */
+  CHECK(atomic_load(&X[0].err) == hetcclSuccess, "a peer that left after sending everything failed the communicator (%d)",
+        atomic_load(&X[0].err));
+  gate_open(&g);
+  CHECK(fs_sync_within(X[0].us[0], WAIT_MS), "the held receive did not finish");
+  CHECK(memcmp(d0, s1, m) == 0, "the receive from the departed peer has wrong data");
+  CHECK(atomic_load(&X[0].err) == hetcclSuccess, "async error %d after a clean departure", atomic_load(&X[0].err));
+
+  /* Left with waits pending: rank 0 receives what is never sent and sends more than the window. */
+  struct hetccl_phase_xfer x[2] = {{.send = 1, .link = mh.l[0][1], .src = src, .bytes = sn},
+                                   {.link = mh.l[0][1], .dst = dst, .bytes = rn, .dt = hetcclUint8}};
+  struct hetccl_phase ph = {.x = x, .n = 2, .cap = 2};
+  CHECK(hetccl_dexec_exchange(X[0].d, &ph, X[0].us[0]) == hetcclSuccess, "exchange: %s", hetccl_last_error());
+  CHECK(!fs_sync_within(X[0].us[0], 50), "a phase whose peer is gone finished by itself");
+  /* The departed side's window counters stay as they were; only the watch can release them. */
+  uint64_t t0 = hetccl_now_ns();
+  while (atomic_load(&X[0].err) == hetcclSuccess && ms_since(t0) < 3000) nap_ms(10);
+  CHECK(atomic_load(&X[0].err) == hetcclRemoteError, "async error %d, want hetcclRemoteError, %lld ms after the peer left",
+        atomic_load(&X[0].err), ms_since(t0));
+  CHECK(fs_sync_within(X[0].us[0], 2000), "the stream still waits for a departed peer");
+out:
+  gate_open(&g);
+  for (int r = 0; r < 2; r++) {
+    if (X[r].d) hetccl_dexec_destroy(X[r].d, 0);
+    streams_done(X[r].us, 2);
+  }
+  gate_free(&g);
+  dfree(0, src), dfree(0, dst), dfree(1, s1), dfree(0, d0);
+  mesh_close(&mh);
+}
+
 static void on_alarm(int sig) {
   (void)sig;
   const char *c = g_case;
@@ -940,6 +1011,7 @@ int main(int argc, char **argv) {
       {"executors, 3 ranks, window and staged links", case_exec_mixed},
       {"executor: fork, join, and phases on two streams in order", case_exec_order},
       {"executor: staged reduction after an odd-sized receive", case_exec_align},
+      {"executor: a window peer that leaves, with and without waits pending", case_exec_peer_gone},
       {"executor destroy(abort) with stuck transfers", case_exec_abort},
   };
   int passed = 0, failed = 0;
