@@ -134,7 +134,7 @@ static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *l
   int any = 0;
   for (int r = 0; r < nranks; r++) {
     HETCCL_TRY(hetccl_dwin_open(d->dev, d->device, links ? links[r] : NULL, &d->win[r]));
-    any |= d->win[r].dev_base != NULL;
+    any |= d->win[r].present;
   }
   if (!any) {
     free(d->win);
@@ -150,7 +150,7 @@ static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *l
 
 static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *l) {
   if (!d->win || !l || l->peer < 0 || l->peer >= d->nranks) return NULL;
-  return d->win[l->peer].dev_base ? &d->win[l->peer] : NULL;
+  return d->win[l->peer].present ? &d->win[l->peer] : NULL;
 }
 
 hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,

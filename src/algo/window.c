@@ -15,25 +15,35 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
                                 struct hetccl_dwin *win) {
   memset(win, 0, sizeof *win);
   if (!link || !hetccl_link_window(link, &win->w)) return hetcclSuccess;
-  win->link = link;
   if (win->w.data_bytes < 2 * WIN_UNIT || win->w.data_bytes % (2 * WIN_UNIT))
     return hetccl_error(hetcclInternalError, "device window of %zu bytes to rank %d is malformed", win->w.data_bytes,
                         link->peer);
-  void *d = NULL;
-  hetcclResult_t rc = dev->host_register(device, win->w.base, win->w.bytes, &d);
-  if (rc != hetcclSuccess)
-    return hetccl_error(rc, "cannot map the %zu-byte device window to rank %d for device %d: %s", win->w.bytes,
-                        link->peer, device, hetccl_last_error());
-  win->dev_base = d;
+  win->present = 1;
+  win->link = link;
+  win->dev = dev;
   win->device = device;
-  if (!hetccl_params()->shm_window_kernel_read) {
-    rc = dev->mem_alloc(device, win->w.data_bytes / 2, &win->bounce);
+  return hetcclSuccess;
+}
+
+/* First use in either direction: pin and map the window for the device,
+ * and the bounce buffer of reducing receives. Both happen before this
+ * rank enqueues anything on the window, so even if the driver synchronized
+ * the device here, no work of this window could be waiting for the peer. */
+static hetcclResult_t map(struct hetccl_dwin *win) {
+  if (win->dev_base) return hetcclSuccess;
+  if (!win->bounce && !hetccl_params()->shm_window_kernel_read) {
+    hetcclResult_t rc = win->dev->mem_alloc(win->device, win->w.data_bytes / 2, &win->bounce);
     if (rc != hetcclSuccess) {
       win->bounce = NULL;
-      hetccl_dwin_close(dev, win);
       return rc;
     }
   }
+  void *d = NULL;
+  hetcclResult_t rc = win->dev->host_register(win->device, win->w.base, win->w.bytes, &d);
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "cannot map the %zu-byte device window to rank %d for device %d: %s", win->w.bytes,
+                        win->link->peer, win->device, hetccl_last_error());
+  win->dev_base = d;
   return hetcclSuccess;
 }
 
@@ -88,10 +98,13 @@ static struct hetccl_memop32 write_op(void *dev_addr, uint32_t value) {
 hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
                                 size_t bytes, hetcclStream_t stream) {
   uint64_t W = win->w.data_bytes;
-  void *produced = dev_addr(win, win->w.tx_produced), *consumed = dev_addr(win, win->w.tx_consumed);
+  void *produced, *consumed;
   size_t chunk = hetccl_dwin_chunk(win, bytes);
   struct hetccl_memop32 ops[2];
   int nops = 0;
+  HETCCL_TRY(map(win));
+  produced = dev_addr(win, win->w.tx_produced);
+  consumed = dev_addr(win, win->w.tx_consumed);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->tx_end, n), end = v + round_up(n, WIN_UNIT);
@@ -113,10 +126,13 @@ hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetc
 hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
                                 size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream) {
   uint64_t W = win->w.data_bytes;
-  void *produced = dev_addr(win, win->w.rx_produced), *consumed = dev_addr(win, win->w.rx_consumed);
+  void *produced, *consumed;
   size_t chunk = hetccl_dwin_chunk(win, bytes), esz = a ? hetccl_type_size(dt) : 1;
   struct hetccl_memop32 ops[2];
   int nops = 0;
+  HETCCL_TRY(map(win));
+  produced = dev_addr(win, win->w.rx_produced);
+  consumed = dev_addr(win, win->w.rx_consumed);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->rx_end, n), end = v + round_up(n, WIN_UNIT);
@@ -142,14 +158,14 @@ hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetc
 }
 
 void hetccl_dwin_release(struct hetccl_dwin *win) {
-  if (!win->dev_base) return;
+  if (!win->present) return;
   const uint32_t ahead = 1u << 30; /* waits compare with wrap: anything enqueued is behind this */
   atomic_store_explicit(win->w.rx_produced, atomic_load(win->w.rx_produced) + ahead, memory_order_release);
   atomic_store_explicit(win->w.tx_consumed, atomic_load(win->w.tx_consumed) + ahead, memory_order_release);
 }
 
 hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {
-  if (!win->dev_base) return hetcclSuccess;
+  if (!win->present) return hetcclSuccess;
   int pending = !reached(win->w.rx_produced, atomic_load_explicit(&win->rx_need, memory_order_acquire)) ||
                 !reached(win->w.tx_consumed, atomic_load_explicit(&win->tx_need, memory_order_acquire));
   if (!pending) return hetcclSuccess;

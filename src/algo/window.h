@@ -30,9 +30,11 @@
 #include "transport/transport.h"
 
 struct hetccl_dwin {
+  int present;            /* the link has a window */
   struct hetccl_link_window w;
   hetccl_link *link;
-  char *dev_base;         /* device address of w.base */
+  const struct hetccl_device_ops *dev;
+  char *dev_base;         /* device address of w.base once mapped (at first use) */
   uint64_t tx_end;        /* virtual end of the last chunk sent / received (bytes) */
   uint64_t rx_end;
   /* Reducing receives: a chunk is first copied here by a copy engine (then
@@ -44,8 +46,10 @@ struct hetccl_dwin {
   _Atomic uint32_t rx_need, tx_need;
 };
 
-/* Maps the link's window for `device`; returns hetcclSuccess with win->dev_base
- * NULL when the link has no window. */
+/* Prepares the link's window for `device` (win->present: the link has one).
+ * The window is registered with the device (pinned and mapped) and the
+ * bounce buffer allocated at first use, so pairs that never exchange data
+ * cost no pinned or device memory. */
 hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
                                 struct hetccl_dwin *win);
 void hetccl_dwin_close(const struct hetccl_device_ops *dev, struct hetccl_dwin *win);
