@@ -118,6 +118,18 @@ int ht_oob_allgather(ht_ctx *ctx, const void *mine, void *all, size_t bytes) {
   return ht_oob_barrier(ctx);
 }
 
+int ht_oob_unique_id(ht_ctx *ctx, hetcclResult_t (*make)(hetcclUniqueId *), hetcclUniqueId *id) {
+  struct {
+    int ok;
+    hetcclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  if (ctx->rank == 0) msg.ok = make(&msg.id) == hetcclSuccess;
+  if (ht_oob_bcast(ctx, 0, &msg, sizeof msg) != 0) return -1;
+  *id = msg.id;
+  return msg.ok;
+}
+
 int ht_ctx_init_standalone(ht_ctx *ctx, int rank, int nranks) {
   memset(ctx, 0, sizeof *ctx);
   ctx->rank = rank;

@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 
+#include "hetccl.h"
+
 #define HT_MAX_RANKS 64
 #define HT_MAX_CASES (1u << 17)
 #define HT_OOB_BYTES 4096
@@ -64,6 +66,12 @@ int ht_oob_barrier(ht_ctx *ctx);
 int ht_oob_bcast(ht_ctx *ctx, int root, void *buf, size_t bytes);
 /* Each rank contributes `bytes` (<= HT_OOB_BYTES / nranks); all receive all. */
 int ht_oob_allgather(ht_ctx *ctx, const void *mine, void *all, size_t bytes);
+/* The communicator's unique id on every rank: rank 0 makes it with `make`
+ * (hetcclGetUniqueId, passed in: the harness links no part of the library)
+ * and broadcasts it, so the parent that forks the ranks never touches the
+ * library and each rank reads its own settings. Returns 1 when rank 0 made
+ * one, 0 when `make` failed there, -1 on timeout (a rank is missing). */
+int ht_oob_unique_id(ht_ctx *ctx, hetcclResult_t (*make)(hetcclUniqueId *), hetcclUniqueId *id);
 
 /* A context for a process that is one rank of a job started elsewhere (no
  * fork: another launcher started the other ranks). Cases count locally. */

@@ -10,6 +10,12 @@ static const char *g_op_names[HT_NOPS] = {"sum", "prod", "max", "min", "avg", "p
 
 const char *ht_op_name(int op) { return (op >= 0 && op < HT_NOPS) ? g_op_names[op] : "?"; }
 
+int ht_op_parse(const char *name) {
+  for (int op = 0; op < HT_NOPS; op++)
+    if (strcmp(name, g_op_names[op]) == 0) return op;
+  return -1;
+}
+
 int ht_op_dist(int op) { return op == HT_OP_PROD ? HT_DIST_NEAR_ONE : HT_DIST_GENERAL; }
 
 struct ht_opspec ht_opspec_make(int op, hetcclDataType_t t, unsigned k, void *raw) {
@@ -33,6 +39,25 @@ void ht_redref_free(struct ht_redref *ref) {
   free(ref->max_raw);
   free(ref->min_raw);
   memset(ref, 0, sizeof *ref);
+}
+
+const struct ht_redref *ht_refcache_get(struct ht_refcache *r, hetcclDataType_t t, int nranks, int rank, size_t count,
+                                        int slice) {
+  if (!r->ready[slice]) {
+    uint64_t first = slice ? (uint64_t)rank * count : 0;
+    if (ht_redref_build(&r->ref[slice], t, nranks, r->seed, first, count) != 0) {
+      fprintf(stderr, "harness: out of memory building a reference of %zu elements\n", count);
+      exit(3);
+    }
+    r->ready[slice] = 1;
+  }
+  return &r->ref[slice];
+}
+
+void ht_refcache_free(struct ht_refcache *r) {
+  for (int i = 0; i < 2; i++)
+    if (r->ready[i]) ht_redref_free(&r->ref[i]);
+  r->ready[0] = r->ready[1] = 0;
 }
 
 int ht_redref_build(struct ht_redref *ref, hetcclDataType_t t, int n, uint64_t seed, uint64_t first, size_t len) {

@@ -38,6 +38,8 @@
 enum ht_op { HT_OP_SUM = 0, HT_OP_PROD, HT_OP_MAX, HT_OP_MIN, HT_OP_AVG, HT_OP_PREMUL, HT_NOPS };
 
 const char *ht_op_name(int op);
+/* The op of a name as ht_op_name prints it; -1 when unknown. */
+int ht_op_parse(const char *name);
 /* The input distribution the op's inputs are drawn from. */
 int ht_op_dist(int op);
 
@@ -65,6 +67,22 @@ struct ht_redref {
 int ht_redref_build(struct ht_redref *ref, hetcclDataType_t type, int nranks, uint64_t seed, uint64_t first,
                     size_t len);
 void ht_redref_free(struct ht_redref *ref);
+
+/* The two references the reductions of one (type, count) need, each built
+ * on first use and then shared by all their cases (every op and placement):
+ * building is most of a case's cost. ref[0]: the whole count (AllReduce,
+ * Reduce); ref[1]: this rank's slice of the n * count input
+ * (ReduceScatter). Start with seed set and the rest zero. */
+struct ht_refcache {
+  uint64_t seed;
+  int ready[2];
+  struct ht_redref ref[2];
+};
+/* ref[slice], built now if it is not yet; exits (status 3) when out of
+ * memory, as a case cannot be checked without it. */
+const struct ht_redref *ht_refcache_get(struct ht_refcache *r, hetcclDataType_t t, int nranks, int rank, size_t count,
+                                        int slice);
+void ht_refcache_free(struct ht_refcache *r);
 
 /* The expected raw result of element i (floats: the reference rounded to the type). */
 uint64_t ht_redref_expected(const struct ht_redref *ref, const struct ht_opspec *op, size_t i);
