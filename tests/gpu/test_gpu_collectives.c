@@ -44,7 +44,6 @@
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,19 +55,11 @@
 #include "gpu_layout.h"
 #include "ht.h"
 
-enum { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTOALL, C_ALLTOALLV, C_GATHER,
-       C_SCATTER, C_SENDRECV, NCOLLS };
-static const char *g_coll_names[NCOLLS] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
-                                           "alltoall",  "alltoallv", "gather",  "scatter",   "sendrecv"};
-
 enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS };
 
-#define MAX_COUNTS 16
 struct opts {
-  size_t counts[MAX_COUNTS];
-  int ncounts;
-  unsigned coll_mask, type_mask, op_mask;
-  int timeout_s, verbose, ngpus;
+  struct ht_slice m; /* what to run (ht_matrix.h) */
+  int ngpus;
   int job; /* JOB_* of the job being run */
   const struct gpu_layout *layout; /* of the job being run, GPUs assigned */
 };
@@ -78,13 +69,15 @@ static const struct hetccl_device_ops *D;
 
 static int is_fp8(hetcclDataType_t t) { return t == hetcclFloat8e4m3 || t == hetcclFloat8e5m2; }
 static int fp8_premul(int coll, hetcclDataType_t t, int op) {
-  return is_fp8(t) && (op == HT_OP_AVG || op == HT_OP_PREMUL) && (coll == C_REDUCE || coll == C_REDUCESCATTER);
+  return is_fp8(t) && (op == HT_OP_AVG || op == HT_OP_PREMUL) &&
+         (coll == HT_COLL_REDUCE || coll == HT_COLL_REDUCESCATTER);
 }
 
 /* ---- Device buffers with host mirrors and guards ---- */
 
 #define GUARD 64
 #define NSLOTS 6
+_Static_assert(NSLOTS >= 2 * HT_SR_MSGS, "Send/Recv takes a send and a receive slot per message");
 static struct {
   unsigned char *host, *dev;
   size_t cap;
@@ -106,21 +99,13 @@ struct mcase {
   hetcclDataType_t t;
   size_t count, es;
   struct dbuf b[NSLOTS];
-  char problem[512];
+  struct ht_problem problem;
 };
-
-static void note(struct mcase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct mcase *c, const char *fmt, ...) {
-  if (c->problem[0]) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->problem, sizeof c->problem, fmt, ap);
-  va_end(ap);
-}
 
 static int note_rc(struct mcase *c, const char *call, hetcclResult_t rc) {
   if (rc != hetcclSuccess)
-    note(c, "%s returned %d (%s): %s", call, (int)rc, hetcclGetErrorString(rc), hetcclGetLastError(c->comm));
+    ht_note(&c->problem, "%s returned %d (%s): %s", call, (int)rc, hetcclGetErrorString(rc),
+            hetcclGetLastError(c->comm));
   return rc == hetcclSuccess;
 }
 
@@ -183,17 +168,9 @@ static int complete(struct mcase *c, hetcclStream_t stream) {
   for (int i = 0; i < NSLOTS; i++) {
     struct dbuf *b = &c->b[i];
     if (b->host && (ht_check_pattern(b->host, GUARD, b->seed) || ht_check_pattern(b->host + GUARD + b->bytes, GUARD, b->seed + 1)))
-      note(c, "bytes around buffer %d were overwritten", i);
+      ht_note(&c->problem, "bytes around buffer %d were overwritten", i);
   }
   return 1;
-}
-
-static void note_verify(struct mcase *c, const char *what, const void *buf, size_t count, const struct ht_stream *s,
-                        uint64_t first) {
-  size_t bad_at = 0, bad = ht_verify(buf, count, s, first, &bad_at);
-  if (bad)
-    note(c, "%s: %zu of %zu elements wrong, first at %zu (got 0x%llx, want 0x%llx)", what, bad, count, bad_at,
-         (unsigned long long)ht_load_raw(buf, bad_at, c->t), (unsigned long long)ht_stream_at(s, first + bad_at, NULL));
 }
 
 static void begin_case(struct mcase *c, int coll, int op, int inplace) {
@@ -201,7 +178,7 @@ static void begin_case(struct mcase *c, int coll, int op, int inplace) {
   c->op = op;
   c->inplace = inplace;
   c->root = (int)(c->ctx->next_case % (unsigned)c->n);
-  c->problem[0] = 0;
+  c->problem.text[0] = 0;
   c->legacy_stream = 0;
   memset(c->b, 0, sizeof c->b);
 }
@@ -225,10 +202,10 @@ static void renew_if_failed(struct mcase *c) {
 }
 
 static int end_case(struct mcase *c) {
-  int ok = ht_case(c->ctx, c->problem[0] == 0, "%s %s%s%s count=%zu %s root=%d%s: %s", g_coll_names[c->coll],
+  int ok = ht_case(c->ctx, c->problem.text[0] == 0, "%s %s%s%s count=%zu %s root=%d%s: %s", ht_coll_name(c->coll),
                  ht_type_name(c->t), c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "", c->count,
                  c->inplace ? "in-place" : "out-of-place", c->root, c->legacy_stream ? " stream NULL" : "",
-                 c->problem);
+                 c->problem.text);
   renew_if_failed(c);
   return ok;
 }
@@ -236,28 +213,6 @@ static int end_case(struct mcase *c) {
 #define AT(p, i) ((void *)((unsigned char *)(p) + (size_t)(i) * c->es))
 
 /* ---- Reductions ---- */
-
-/* References for one (type, count), built on first use. */
-struct refs {
-  uint64_t seed;
-  int ready[2];
-  struct ht_redref ref[2]; /* whole, this rank's slice */
-};
-
-static const struct ht_redref *get_ref(struct mcase *c, struct refs *r, int slice) {
-  if (!r->ready[slice]) {
-    uint64_t first = slice ? (uint64_t)c->rank * c->count : 0;
-    if (ht_redref_build(&r->ref[slice], c->t, c->n, r->seed, first, c->count) != 0) out_of_memory("host", c->count);
-    r->ready[slice] = 1;
-  }
-  return &r->ref[slice];
-}
-
-static void refs_free(struct refs *r) {
-  for (int i = 0; i < 2; i++)
-    if (r->ready[i]) ht_redref_free(&r->ref[i]);
-  r->ready[0] = r->ready[1] = 0;
-}
 
 /* A whole reference takes 40 bytes per element (sums, magnitudes, product,
  * max, min: 10 GiB for 1 GiB of float32) and one thread about 2 s per 16M
@@ -351,7 +306,8 @@ static int fill_nan(void *buf, size_t count, hetcclDataType_t t) {
 
 /* Returns 1 when the call was refused with hetcclInvalidArgument naming
  * fp8 (allowed for fp8 avg/premulsum Reduce and ReduceScatter only). */
-static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct refs *refs, hetcclStream_t stream) {
+static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct ht_refcache *refs,
+                         hetcclStream_t stream) {
   begin_case(c, coll, op, inplace);
   c->legacy_stream = stream != c->stream; /* host ranks' own stream is NULL too */
   unsigned caseno = c->ctx->next_case;
@@ -366,15 +322,16 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
     return 0;
   }
   struct ht_stream in = ht_stream_make(refs->seed, c->rank, c->t, ht_op_dist(op));
-  size_t sendn = coll == C_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
-  int verifies = coll != C_REDUCE || c->rank == c->root, pieces = verifies && c->count > REF_WHOLE_MAX;
-  uint64_t rfirst = coll == C_REDUCESCATTER ? (uint64_t)c->rank * c->count : 0; /* of the pieces */
-  const struct ht_redref *ref = verifies && !pieces ? get_ref(c, refs, coll == C_REDUCESCATTER) : NULL;
+  size_t sendn = coll == HT_COLL_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
+  int verifies = coll != HT_COLL_REDUCE || c->rank == c->root, pieces = verifies && c->count > REF_WHOLE_MAX;
+  uint64_t rfirst = coll == HT_COLL_REDUCESCATTER ? (uint64_t)c->rank * c->count : 0; /* of the pieces */
+  const struct ht_redref *ref =
+      verifies && !pieces ? ht_refcache_get(refs, c->t, c->n, c->rank, c->count, coll == HT_COLL_REDUCESCATTER) : NULL;
   uint64_t gseed = ht_seed(caseno, c->rank, 7, 7);
   void *sendp = dbuf_alloc(c, 0, sendn * c->es, gseed, 0), *recvp;
   ht_fill(sendp, sendn, &in, 0);
   if (inplace) {
-    recvp = coll == C_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
+    recvp = coll == HT_COLL_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
   } else {
     recvp = dbuf_alloc(c, 1, c->count * c->es, gseed + 10, !verifies);
     if (ref) ht_redref_fill_stale(ref, &spec, recvp);
@@ -385,10 +342,10 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
     void *dr = dev_of(c, recvp);
     hetcclResult_t rc;
     const char *call;
-    if (coll == C_ALLREDUCE) {
+    if (coll == HT_COLL_ALLREDUCE) {
       rc = hetcclAllReduce(ds, dr, c->count, c->t, hop, c->comm, stream);
       call = "hetcclAllReduce";
-    } else if (coll == C_REDUCE) {
+    } else if (coll == HT_COLL_REDUCE) {
       rc = hetcclReduce(ds, dr, c->count, c->t, hop, c->root, c->comm, stream);
       call = "hetcclReduce";
     } else {
@@ -403,8 +360,8 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
       size_t bad = ref      ? ht_redref_check(ref, &spec, recvp, m, sizeof m)
                    : pieces ? ref_pieces(c, &spec, refs->seed, rfirst, recvp, 1, m, sizeof m)
                             : 0;
-      if (bad) note(c, "%zu of %zu elements wrong; %s", bad, c->count, m);
-      if (!inplace) note_verify(c, "send buffer changed", sendp, sendn, &in, 0);
+      if (bad) ht_note(&c->problem, "%zu of %zu elements wrong; %s", bad, c->count, m);
+      if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, sendn, &in, 0);
     }
   }
   if (op == HT_OP_PREMUL) note_rc(c, "hetcclRedOpDestroy", hetcclRedOpDestroy(hop, c->comm));
@@ -415,7 +372,7 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
 /* ---- Data movement ---- */
 
 static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_BROADCAST, -1, inplace);
+  begin_case(c, HT_COLL_BROADCAST, -1, inplace);
   struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
   void *sendp = dbuf_alloc(c, 0, c->count * c->es, seed + 1, 1);
   if (c->rank == c->root) ht_fill(sendp, c->count, &rs, 0);
@@ -424,14 +381,14 @@ static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
       note_rc(c, "hetcclBroadcast",
               hetcclBroadcast(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    note_verify(c, "received", recvp, c->count, &rs, 0);
-    if (!inplace && c->rank == c->root) note_verify(c, "send buffer changed", sendp, c->count, &rs, 0);
+    ht_note_verify(&c->problem, "received", recvp, c->count, &rs, 0);
+    if (!inplace && c->rank == c->root) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &rs, 0);
   }
   end_case(c);
 }
 
 static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLGATHER, -1, inplace);
+  begin_case(c, HT_COLL_ALLGATHER, -1, inplace);
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   void *recvp = dbuf_alloc(c, 0, (size_t)c->n * c->count * c->es, seed + 1, 1);
   void *sendp = inplace ? AT(recvp, (size_t)c->rank * c->count) : dbuf_alloc(c, 1, c->count * c->es, seed + 2, 0);
@@ -440,19 +397,14 @@ static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
       note_rc(c, "hetcclAllGather",
               hetcclAllGather(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    for (int r = 0; r < c->n; r++) {
-      struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
-      char what[64];
-      snprintf(what, sizeof what, "block from rank %d", r);
-      note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
-    }
-    if (!inplace) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+    ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, 0);
+    if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &mine, 0);
   }
   end_case(c);
 }
 
 static void run_alltoall(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLTOALL, -1, inplace);
+  begin_case(c, HT_COLL_ALLTOALL, -1, inplace);
   size_t total = (size_t)c->n * c->count;
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   void *sendp = dbuf_alloc(c, 0, total * c->es, seed + 1, 0);
@@ -462,69 +414,27 @@ static void run_alltoall(struct mcase *c, int inplace, uint64_t seed) {
       note_rc(c, "hetcclAlltoAll",
               hetcclAlltoAll(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    for (int s = 0; s < c->n; s++) {
-      struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
-      char what[64];
-      snprintf(what, sizeof what, "block from rank %d", s);
-      note_verify(c, what, AT(recvp, (size_t)s * c->count), c->count, &st, (uint64_t)c->rank * c->count);
-    }
-    if (!inplace) note_verify(c, "send buffer changed", sendp, total, &mine, 0);
+    ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, (uint64_t)c->rank * c->count);
+    if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, total, &mine, 0);
   }
   end_case(c);
 }
 
-/* Elements rank s sends to rank d: symmetric in (s, d), so the in-place
- * layout is well defined; some pairs exchange nothing. */
-static size_t v_count(size_t count, int s, int d) {
-  if (count == 0 || (s + d) % 3 == 2) return 0;
-  return count + (size_t)((s * d) % 3);
-}
-#define V_STRIDE ((uint64_t)1 << 32)
-
+/* Counts, displacements and gaps: ht_a2av (ht_matrix.h). */
 static void run_alltoallv(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLTOALLV, -1, inplace);
-  int n = c->n, me = c->rank;
-  size_t scount[HT_MAX_RANKS], sdispl[HT_MAX_RANKS], rcount[HT_MAX_RANKS], rdispl[HT_MAX_RANKS];
-  size_t spos = 0, rpos = 0;
-  for (int d = 0; d < n; d++) { /* gaps between blocks must stay untouched */
-    scount[d] = v_count(c->count, me, d);
-    sdispl[d] = spos;
-    spos += scount[d] + 2;
-  }
-  for (int s = n - 1; s >= 0; s--) { /* received blocks in reverse rank order */
-    rcount[s] = v_count(c->count, s, me);
-    rdispl[s] = inplace ? sdispl[s] : rpos;
-    rpos += rcount[s] + 3;
-  }
-  if (inplace) rpos = spos;
-  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
-  void *sendp = dbuf_alloc(c, 0, spos * c->es, seed + 1, 1);
-  for (int d = 0; d < n; d++) ht_fill(AT(sendp, sdispl[d]), scount[d], &mine, (uint64_t)d * V_STRIDE);
-  void *recvp = inplace ? sendp : dbuf_alloc(c, 1, rpos * c->es, seed + 2, 1);
-  unsigned char *send_copy = malloc(spos * c->es + 1), *recv_copy = malloc(rpos * c->es + 1);
-  if (!send_copy || !recv_copy) out_of_memory("host", rpos * c->es);
-  memcpy(send_copy, sendp, spos * c->es);
-  memcpy(recv_copy, recvp, rpos * c->es);
+  begin_case(c, HT_COLL_ALLTOALLV, -1, inplace);
+  struct ht_a2av v;
+  ht_a2av_layout(&v, c->count, c->n, c->rank, inplace);
+  void *sendp = dbuf_alloc(c, 0, v.send_len * c->es, seed + 1, 1);
+  ht_a2av_fill(&v, sendp, seed, c->t);
+  void *recvp = inplace ? sendp : dbuf_alloc(c, 1, v.recv_len * c->es, seed + 2, 1);
+  void *send_copy = ht_copy_of(sendp, v.send_len * c->es), *recv_copy = ht_copy_of(recvp, v.recv_len * c->es);
   if (upload(c) && note_rc(c, "hetcclAlltoAllv",
-                           hetcclAlltoAllv(dev_of(c, sendp), scount, sdispl, dev_of(c, recvp), rcount, rdispl, c->t,
-                                           c->comm, c->stream)) &&
+                           hetcclAlltoAllv(dev_of(c, sendp), v.scount, v.sdispl, dev_of(c, recvp), v.rcount, v.rdispl,
+                                           c->t, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    unsigned char *mark = calloc(rpos + 1, 1); /* elements a received block covers */
-    if (!mark) out_of_memory("host", rpos);
-    for (int s = 0; s < n; s++) {
-      struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
-      char what[64];
-      snprintf(what, sizeof what, "block from rank %d", s);
-      note_verify(c, what, AT(recvp, rdispl[s]), rcount[s], &st, (uint64_t)me * V_STRIDE);
-      memset(mark + rdispl[s], 1, rcount[s]);
-    }
-    for (size_t i = 0; i < rpos; i++)
-      if (!mark[i] && memcmp(AT(recvp, i), recv_copy + i * c->es, c->es) != 0) {
-        note(c, "element %zu between received blocks was overwritten", i);
-        break;
-      }
-    free(mark);
-    if (!inplace && memcmp(sendp, send_copy, spos * c->es) != 0) note(c, "send buffer changed");
+    ht_a2av_check(&c->problem, &v, recvp, recv_copy, seed, c->t);
+    if (!inplace && memcmp(sendp, send_copy, v.send_len * c->es) != 0) ht_note(&c->problem, "send buffer changed");
   }
   free(send_copy);
   free(recv_copy);
@@ -532,7 +442,7 @@ static void run_alltoallv(struct mcase *c, int inplace, uint64_t seed) {
 }
 
 static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_GATHER, -1, inplace);
+  begin_case(c, HT_COLL_GATHER, -1, inplace);
   int is_root = c->rank == c->root;
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   void *recvp = dbuf_alloc(c, 0, (is_root ? (size_t)c->n : 1) * c->count * c->es, seed + 1, 1), *sendp;
@@ -545,19 +455,14 @@ static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
       note_rc(c, "hetcclGather",
               hetcclGather(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    for (int r = 0; is_root && r < c->n; r++) {
-      struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
-      char what[64];
-      snprintf(what, sizeof what, "block from rank %d", r);
-      note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
-    }
-    if (!inplace || !is_root) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+    if (is_root) ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, 0);
+    if (!inplace || !is_root) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &mine, 0);
   }
   end_case(c);
 }
 
 static void run_scatter(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_SCATTER, -1, inplace);
+  begin_case(c, HT_COLL_SCATTER, -1, inplace);
   int is_root = c->rank == c->root;
   size_t total = (size_t)c->n * c->count;
   struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
@@ -571,43 +476,30 @@ static void run_scatter(struct mcase *c, int inplace, uint64_t seed) {
       note_rc(c, "hetcclScatter",
               hetcclScatter(dev_of(c, sendp), dev_of(c, recvp), c->count, c->t, c->root, c->comm, c->stream)) &&
       complete(c, c->stream)) {
-    note_verify(c, "received", recvp, c->count, &rs, (uint64_t)c->rank * c->count);
-    if (is_root) note_verify(c, "send buffer changed", sendp, total, &rs, 0);
+    ht_note_verify(&c->problem, "received", recvp, c->count, &rs, (uint64_t)c->rank * c->count);
+    if (is_root) ht_note_verify(&c->problem, "send buffer changed", sendp, total, &rs, 0);
   }
   end_case(c);
 }
 
-/* One group per rank of three messages: to the next rank, the previous one
- * and itself, of different sizes (with two ranks two share a peer and must
- * match in posting order). */
+/* The messages, their peers and data: ht_sendrecv (ht_matrix.h). */
 static void run_sendrecv(struct mcase *c, uint64_t seed) {
-  begin_case(c, C_SENDRECV, -1, 0);
-  int n = c->n, me = c->rank, shifts[3] = {1, n - 1, 0};
-  void *sendp[3], *recvp[3];
-  size_t cnt[3];
-  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
-  for (int k = 0; k < 3; k++) {
-    cnt[k] = c->count ? c->count + (size_t)k : 0;
-    sendp[k] = dbuf_alloc(c, 2 * k, cnt[k] * c->es, seed + 1 + (uint64_t)k, 0);
-    recvp[k] = dbuf_alloc(c, 2 * k + 1, cnt[k] * c->es, seed + 11 + (uint64_t)k, 1);
-    ht_fill(sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
+  begin_case(c, HT_COLL_SENDRECV, -1, 0);
+  struct ht_sendrecv m;
+  ht_sendrecv_plan(&m, c->count, c->rank, c->n);
+  void *sendp[HT_SR_MSGS], *recvp[HT_SR_MSGS];
+  for (int k = 0; k < HT_SR_MSGS; k++) {
+    sendp[k] = dbuf_alloc(c, 2 * k, m.count[k] * c->es, seed + 1 + (uint64_t)k, 0);
+    recvp[k] = dbuf_alloc(c, 2 * k + 1, m.count[k] * c->es, seed + 11 + (uint64_t)k, 1);
   }
+  ht_sendrecv_fill(&m, sendp, seed, c->t);
   if (upload(c) && note_rc(c, "hetcclGroupStart", hetcclGroupStart())) {
-    for (int k = 0; k < 3; k++) {
-      note_rc(c, "hetcclSend", hetcclSend(dev_of(c, sendp[k]), cnt[k], c->t, (me + shifts[k]) % n, c->comm, c->stream));
-      note_rc(c, "hetcclRecv",
-              hetcclRecv(dev_of(c, recvp[k]), cnt[k], c->t, (me - shifts[k] + n) % n, c->comm, c->stream));
+    for (int k = 0; k < HT_SR_MSGS; k++) {
+      note_rc(c, "hetcclSend", hetcclSend(dev_of(c, sendp[k]), m.count[k], c->t, m.to[k], c->comm, c->stream));
+      note_rc(c, "hetcclRecv", hetcclRecv(dev_of(c, recvp[k]), m.count[k], c->t, m.from[k], c->comm, c->stream));
     }
-    if (note_rc(c, "hetcclGroupEnd", hetcclGroupEnd()) && !c->problem[0] && complete(c, c->stream)) {
-      for (int k = 0; k < 3; k++) {
-        int src = (me - shifts[k] + n) % n;
-        struct ht_stream s = ht_stream_make(seed, src, c->t, HT_DIST_BITS);
-        char what[64];
-        snprintf(what, sizeof what, "message %d from rank %d", k, src);
-        note_verify(c, what, recvp[k], cnt[k], &s, (uint64_t)k * V_STRIDE);
-        note_verify(c, "send buffer changed", sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
-      }
-    }
+    if (note_rc(c, "hetcclGroupEnd", hetcclGroupEnd()) && !c->problem.text[0] && complete(c, c->stream))
+      ht_sendrecv_check(&c->problem, &m, recvp, sendp, seed, c->t);
   }
   end_case(c);
 }
@@ -617,7 +509,7 @@ static void run_sendrecv(struct mcase *c, uint64_t seed) {
  * enqueues anything, and the communicator then still works. Only for
  * layouts of GPU ranks alone: a host rank has no streams to refuse. */
 static void run_two_streams(struct mcase *c, uint64_t seed) {
-  begin_case(c, C_ALLREDUCE, -1, 1);
+  begin_case(c, HT_COLL_ALLREDUCE, -1, 1);
   c->t = hetcclFloat32;
   c->es = sizeof(float);
   c->count = 1024;
@@ -632,17 +524,19 @@ static void run_two_streams(struct mcase *c, uint64_t seed) {
     hetcclResult_t rc = hetcclGroupEnd();
     const char *msg = hetcclGetLastError(c->comm);
     if (rc != hetcclInvalidUsage)
-      note(c, "a group on two streams across domains: hetcclGroupEnd gave %d, want hetcclInvalidUsage", (int)rc);
+      ht_note(&c->problem, "a group on two streams across domains: hetcclGroupEnd gave %d, want hetcclInvalidUsage",
+              (int)rc);
     else if (!strstr(msg, "one stream per group"))
-      note(c, "a group on two streams across domains: the message does not say what to do: %s", msg);
+      ht_note(&c->problem, "a group on two streams across domains: the message does not say what to do: %s", msg);
     /* Nothing of the refused group ran: one AllReduce now sums the inputs once. */
-    if (!c->problem[0] &&
+    if (!c->problem.text[0] &&
         note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) &&
         complete(c, c->stream)) {
       float want_scale = (float)(c->n * (c->n + 1) / 2);
-      for (size_t i = 0; i < c->count && !c->problem[0]; i++)
+      for (size_t i = 0; i < c->count && !c->problem.text[0]; i++)
         if (buf[i] != want_scale * (float)(i % 7))
-          note(c, "AllReduce after the refused group: element %zu is %g, want %g", i, buf[i], want_scale * (float)(i % 7));
+          ht_note(&c->problem, "AllReduce after the refused group: element %zu is %g, want %g", i, buf[i],
+                  want_scale * (float)(i % 7));
     }
   }
   if (second) D->stream_destroy(second);
@@ -670,15 +564,11 @@ static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
 
 /* Rank 0 makes the id (the parent never touches the library or CUDA). */
 static int make_comm(struct mcase *c) {
-  struct {
-    int ok;
-    hetcclUniqueId id;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  if (c->rank == 0) msg.ok = hetcclGetUniqueId(&msg.id) == hetcclSuccess;
-  if (ht_oob_bcast(c->ctx, 0, &msg, sizeof msg) != 0) return -1;
-  if (!ht_case(c->ctx, msg.ok, "hetcclGetUniqueId failed on rank 0")) return -1;
-  hetcclResult_t rc = hetcclCommInitRank(&c->comm, c->n, msg.id, c->rank);
+  hetcclUniqueId id;
+  int made = ht_oob_unique_id(c->ctx, hetcclGetUniqueId, &id);
+  if (made < 0) return -1;
+  if (!ht_case(c->ctx, made, "hetcclGetUniqueId failed on rank 0")) return -1;
+  hetcclResult_t rc = hetcclCommInitRank(&c->comm, c->n, id, c->rank);
   if (!ht_case(c->ctx, rc == hetcclSuccess, "hetcclCommInitRank returned %d: %s", (int)rc, hetcclGetLastError(NULL)))
     return -1;
   /* include/hetccl.h: the CUDA ordinal, -1 on host ranks (c->device is -1 there). */
@@ -699,17 +589,17 @@ static unsigned g_refusals, g_skipped;
 static unsigned char g_refused[2][2][2][2];
 
 static unsigned char *refused_slot(hetcclDataType_t t, int op, int coll, int ip) {
-  return &g_refused[t == hetcclFloat8e5m2][op == HT_OP_PREMUL][coll == C_REDUCESCATTER][ip];
+  return &g_refused[t == hetcclFloat8e5m2][op == HT_OP_PREMUL][coll == HT_COLL_REDUCESCATTER][ip];
 }
 
 static void run_count(struct mcase *c, const struct opts *o) {
-  struct refs refs = {.seed = ht_seed(c->t, c->count, (uint64_t)c->n, 1)};
-  for (int coll = 0; coll < NCOLLS; coll++) {
-    if (!(o->coll_mask & (1u << coll))) continue;
+  struct ht_refcache refs = {.seed = ht_seed(c->t, c->count, (uint64_t)c->n, 1)};
+  for (int coll = 0; coll < HT_NCOLLS; coll++) {
+    if (!(o->m.coll_mask & (1u << coll))) continue;
     double t0 = ht_now();
-    if (coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER) {
+    if (coll == HT_COLL_ALLREDUCE || coll == HT_COLL_REDUCE || coll == HT_COLL_REDUCESCATTER) {
       for (int op = 0; op < HT_NOPS; op++)
-        for (int ip = 0; ip < 2 && (o->op_mask & (1u << op)); ip++) {
+        for (int ip = 0; ip < 2 && (o->m.op_mask & (1u << op)); ip++) {
           int f8 = fp8_premul(coll, c->t, op);
           if (f8 && *refused_slot(c->t, op, coll, ip)) {
             g_skipped++;
@@ -719,48 +609,48 @@ static void run_count(struct mcase *c, const struct opts *o) {
           g_refusals += (unsigned)refused;
           if (f8 && refused) *refused_slot(c->t, op, coll, ip) = 1;
         }
-    } else if (coll == C_SENDRECV) {
+    } else if (coll == HT_COLL_SENDRECV) {
       run_sendrecv(c, ht_seed(c->ctx->next_case, c->t, c->count, 200));
     } else {
       for (int ip = 0; ip < 2; ip++) {
-        if (ip && (coll == C_ALLTOALL || coll == C_ALLTOALLV)) continue; /* their own job */
+        if (ip && (coll == HT_COLL_ALLTOALL || coll == HT_COLL_ALLTOALLV)) continue; /* their own job */
         uint64_t seed = ht_seed(c->ctx->next_case, c->t, c->count, 100 + (uint64_t)coll);
         switch (coll) {
-          case C_BROADCAST: run_broadcast(c, ip, seed); break;
-          case C_ALLGATHER: run_allgather(c, ip, seed); break;
-          case C_ALLTOALL: run_alltoall(c, ip, seed); break;
-          case C_ALLTOALLV: run_alltoallv(c, ip, seed); break;
-          case C_GATHER: run_gather(c, ip, seed); break;
+          case HT_COLL_BROADCAST: run_broadcast(c, ip, seed); break;
+          case HT_COLL_ALLGATHER: run_allgather(c, ip, seed); break;
+          case HT_COLL_ALLTOALL: run_alltoall(c, ip, seed); break;
+          case HT_COLL_ALLTOALLV: run_alltoallv(c, ip, seed); break;
+          case HT_COLL_GATHER: run_gather(c, ip, seed); break;
           default: run_scatter(c, ip, seed); break;
         }
       }
     }
-    if (o->verbose && c->rank == 0)
-      fprintf(stderr, "  n=%d %-13s %-8s count=%-8zu %.3f s\n", c->n, g_coll_names[coll], ht_type_name(c->t), c->count,
+    if (o->m.verbose && c->rank == 0)
+      fprintf(stderr, "  n=%d %-13s %-8s count=%-8zu %.3f s\n", c->n, ht_coll_name(coll), ht_type_name(c->t), c->count,
               ht_now() - t0);
   }
   /* The legacy default stream, as a program that passes 0 would. */
-  if ((o->coll_mask & 1u) && (o->op_mask & 1u)) run_reduction(c, C_ALLREDUCE, HT_OP_SUM, 0, &refs, NULL);
-  refs_free(&refs);
+  if ((o->m.coll_mask & 1u) && (o->m.op_mask & 1u)) run_reduction(c, HT_COLL_ALLREDUCE, HT_OP_SUM, 0, &refs, NULL);
+  ht_refcache_free(&refs);
 }
 
 static void for_each_type_count(struct mcase *c, const struct opts *o, void (*fn)(struct mcase *, const struct opts *)) {
   for (int t = 0; t < HT_NTYPES; t++) {
-    if (!(o->type_mask & (1u << t))) continue;
+    if (!(o->m.type_mask & (1u << t))) continue;
     c->t = (hetcclDataType_t)t;
     c->es = ht_type_size(c->t);
-    for (int k = 0; k < o->ncounts; k++) {
-      c->count = o->counts[k];
+    for (int k = 0; k < o->m.ncounts; k++) {
+      c->count = o->m.counts[k];
       fn(c, o);
     }
   }
 }
 
 static void run_inplace_alltoall(struct mcase *c, const struct opts *o) {
-  for (int coll = C_ALLTOALL; coll <= C_ALLTOALLV; coll++) {
-    if (!(o->coll_mask & (1u << coll))) continue;
+  for (int coll = HT_COLL_ALLTOALL; coll <= HT_COLL_ALLTOALLV; coll++) {
+    if (!(o->m.coll_mask & (1u << coll))) continue;
     uint64_t seed = ht_seed(c->ctx->next_case, c->t, c->count, 300 + (uint64_t)coll);
-    if (coll == C_ALLTOALL) run_alltoall(c, 1, seed);
+    if (coll == HT_COLL_ALLTOALL) run_alltoall(c, 1, seed);
     else run_alltoallv(c, 1, seed);
   }
 }
@@ -809,44 +699,6 @@ static int probe_gpus(void) {
   return n;
 }
 
-static int parse_counts(const char *s, size_t *out, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    char *end;
-    out[n++] = (size_t)strtoull(s, &end, 0);
-    if (end == s) return -1;
-    s = *end == ',' ? end + 1 : end;
-  }
-  return n;
-}
-
-static unsigned parse_names(const char *s, int (*lookup)(const char *)) {
-  unsigned mask = 0;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int v = lookup(tok);
-    if (v < 0) {
-      fprintf(stderr, "unknown name '%s'\n", tok);
-      exit(2);
-    }
-    mask |= 1u << v;
-  }
-  return mask;
-}
-
-static int lookup_coll(const char *s) {
-  for (int c = 0; c < NCOLLS; c++)
-    if (!strcmp(s, g_coll_names[c])) return c;
-  return -1;
-}
-
-static int lookup_op(const char *s) {
-  for (int o = 0; o < HT_NOPS; o++)
-    if (!strcmp(s, ht_op_name(o))) return o;
-  return -1;
-}
-
 static void run_job(const char *name, int nranks, int timeout_s, ht_env_fn env, void *env_arg, ht_rank_fn fn,
                     void *arg) {
   struct ht_job job = {.name = name, .nranks = nranks, .timeout_s = timeout_s, .env = env, .env_arg = env_arg};
@@ -875,7 +727,7 @@ static void run_layout(const struct opts *base, struct gpu_layout *l) {
   g_report_fd = fds[1];
   o.job = JOB_MATRIX;
   snprintf(name, sizeof name, "matrix [%s]", l->spec);
-  run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+  run_job(name, l->nranks, o.m.timeout_s, gpu_layout_env, l, job_rank, &o);
   close(fds[1]);
   g_report_fd = -1;
   unsigned report[3] = {0, 0, 0};
@@ -886,12 +738,12 @@ static void run_layout(const struct opts *base, struct gpu_layout *l) {
   close(fds[0]);
   o.job = JOB_ALLTOALL_INPLACE;
   snprintf(name, sizeof name, "alltoall-in-place [%s]", l->spec);
-  if (o.coll_mask & ((1u << C_ALLTOALL) | (1u << C_ALLTOALLV)))
-    run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
-  if (gpu_only_across_domains(l) && (o.coll_mask & (1u << C_ALLREDUCE))) {
+  if (o.m.coll_mask & ((1u << HT_COLL_ALLTOALL) | (1u << HT_COLL_ALLTOALLV)))
+    run_job(name, l->nranks, o.m.timeout_s, gpu_layout_env, l, job_rank, &o);
+  if (gpu_only_across_domains(l) && (o.m.coll_mask & (1u << HT_COLL_ALLREDUCE))) {
     o.job = JOB_STREAMS;
     snprintf(name, sizeof name, "two-streams [%s]", l->spec);
-    run_job(name, l->nranks, o.timeout_s, gpu_layout_env, l, job_rank, &o);
+    run_job(name, l->nranks, o.m.timeout_s, gpu_layout_env, l, job_rank, &o);
   }
 }
 
@@ -901,24 +753,15 @@ static const char *const g_mixed_layouts[] = {"cuda:d0,cuda:d1", "cuda,host", "c
 #define NMIXED (int)(sizeof g_mixed_layouts / sizeof g_mixed_layouts[0])
 
 int main(int argc, char **argv) {
-  static const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
   struct gpu_layout layouts[1 + NMIXED];
   struct opts o;
   memset(&o, 0, sizeof o);
-  memcpy(o.counts, counts, sizeof counts);
-  o.ncounts = 5;
-  o.coll_mask = (1u << NCOLLS) - 1;
-  o.type_mask = (1u << HT_NTYPES) - 1;
-  o.op_mask = (1u << HT_NOPS) - 1;
-  o.timeout_s = 600;
+  ht_slice_default(&o.m);
   int nranks = 0, nlayouts = 0;
   char err[256];
   for (int i = 1; i < argc; i++) {
+    if (ht_slice_option(&o.m, argc, argv, &i)) continue; /* -v, --counts, --colls, --types, --ops, --timeout */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-v")) {
-      o.verbose = 1;
-      continue;
-    }
     if (!v) {
       fprintf(stderr, "option %s needs a value\n", a);
       return 2;
@@ -931,12 +774,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       nlayouts = 1;
-    } else if (!strcmp(a, "--counts")) o.ncounts = parse_counts(v, o.counts, MAX_COUNTS);
-    else if (!strcmp(a, "--colls")) o.coll_mask = parse_names(v, lookup_coll);
-    else if (!strcmp(a, "--types")) o.type_mask = parse_names(v, ht_type_parse);
-    else if (!strcmp(a, "--ops")) o.op_mask = parse_names(v, lookup_op);
-    else if (!strcmp(a, "--timeout")) o.timeout_s = atoi(v);
-    else {
+    } else {
       fprintf(stderr, "unknown option %s\n", a);
       return 2;
     }
@@ -968,7 +806,7 @@ int main(int argc, char **argv) {
     if (!ht_check(o.ngpus > 0 || gpu_layout_ncuda(&layouts[0]) == 0, "no usable GPU (cuda device kind unavailable)"))
       return ht_finish();
   }
-  if (!ht_check(o.ncounts >= 1, "--counts: need 1 to %d counts", MAX_COUNTS)) return ht_finish();
+  if (!ht_check(o.m.ncounts >= 1, "--counts: need 1 to %d counts", HT_MAX_COUNTS)) return ht_finish();
   /* Every layout is checked before any job runs: a bad one is a usage
    * error, reported at once rather than after an hour of other jobs. */
   int ok = 1;

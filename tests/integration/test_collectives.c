@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,39 +30,11 @@
 
 /* ---- The matrix: one communicator, every case, checked on every rank. ---- */
 
-enum { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTOALL, C_ALLTOALLV, C_GATHER,
-       C_SCATTER, C_SENDRECV, NCOLLS };
-static const char *g_coll_names[NCOLLS] = {"allreduce", "broadcast", "reduce",  "allgather", "reducescatter",
-                                           "alltoall",  "alltoallv", "gather",  "scatter",   "sendrecv"};
-
-static int matrix_coll_parse(const char *s) {
-  for (int c = 0; c < NCOLLS; c++)
-    if (strcmp(s, g_coll_names[c]) == 0) return c;
-  return -1;
-}
-
-#define MATRIX_MAX_COUNTS 16
 struct matrix_opts {
-  size_t counts[MATRIX_MAX_COUNTS];
-  int ncounts;
-  unsigned coll_mask, type_mask, op_mask;
-  int timeout_s;
-  int verbose;
+  struct ht_slice m; /* what to run (ht_matrix.h) */
   const char *id_file;
   int env_id;
 };
-
-static void matrix_opts_default(struct matrix_opts *o) {
-  static const size_t counts[] = {0, 1, 7, 1023, (1u << 20) + 3};
-  memset(o, 0, sizeof *o);
-  memcpy(o->counts, counts, sizeof counts);
-  o->ncounts = 5;
-  o->coll_mask = (1u << NCOLLS) - 1;
-  o->type_mask = (1u << HT_NTYPES) - 1;
-  o->op_mask = (1u << HT_NOPS) - 1;
-  o->timeout_s = 600;
-}
-
 
 /* One case under way: the first problem found is what gets reported. */
 struct mcase {
@@ -72,40 +43,24 @@ struct mcase {
   int rank, n, coll, op, inplace, root;
   hetcclDataType_t t;
   size_t count, es;
-  char problem[512];
+  struct ht_problem problem;
 };
-
-static void note(struct mcase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct mcase *c, const char *fmt, ...) {
-  if (c->problem[0]) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->problem, sizeof c->problem, fmt, ap);
-  va_end(ap);
-}
 
 static void note_rc(struct mcase *c, const char *call, hetcclResult_t rc) {
   if (rc != hetcclSuccess)
-    note(c, "%s returned %d (%s): %s", call, (int)rc, hetcclGetErrorString(rc), hetcclGetLastError(c->comm));
+    ht_note(&c->problem, "%s returned %d (%s): %s", call, (int)rc, hetcclGetErrorString(rc),
+            hetcclGetLastError(c->comm));
 }
 
 static void note_guards(struct mcase *c, const struct ht_buf *bufs, int nbufs) {
   for (int i = 0; i < nbufs; i++)
-    if (!ht_buf_guards_ok(&bufs[i])) note(c, "bytes around buffer %d were overwritten", i);
-}
-
-static void note_verify(struct mcase *c, const char *what, const void *buf, size_t count, const struct ht_stream *s,
-                        uint64_t first) {
-  size_t bad_at = 0, bad = ht_verify(buf, count, s, first, &bad_at);
-  if (bad)
-    note(c, "%s: %zu of %zu elements wrong, first at %zu (got 0x%llx, want 0x%llx)", what, bad, count, bad_at,
-         (unsigned long long)ht_load_raw(buf, bad_at, c->t), (unsigned long long)ht_stream_at(s, first + bad_at, NULL));
+    if (!ht_buf_guards_ok(&bufs[i])) ht_note(&c->problem, "bytes around buffer %d were overwritten", i);
 }
 
 static void end_case(struct mcase *c) {
-  ht_case(c->ctx, c->problem[0] == 0, "%s %s%s%s count=%zu %s root=%d: %s", g_coll_names[c->coll], ht_type_name(c->t),
-          c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "", c->count,
-          c->inplace ? "in-place" : "out-of-place", c->root, c->problem);
+  ht_case(c->ctx, c->problem.text[0] == 0, "%s %s%s%s count=%zu %s root=%d: %s", ht_coll_name(c->coll),
+          ht_type_name(c->t), c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "", c->count,
+          c->inplace ? "in-place" : "out-of-place", c->root, c->problem.text);
 }
 
 static void begin_case(struct mcase *c, int coll, int op, int inplace) {
@@ -113,39 +68,12 @@ static void begin_case(struct mcase *c, int coll, int op, int inplace) {
   c->op = op;
   c->inplace = inplace;
   c->root = (int)(c->ctx->next_case % (unsigned)c->n);
-  c->problem[0] = 0;
+  c->problem.text[0] = 0;
 }
 
 #define AT(p, i) ((void *)((unsigned char *)(p) + (size_t)(i) * c->es))
 
-/* References for one (type, count): built on first use, shared by its cases. */
-struct refs {
-  uint64_t seed;
-  int full_ready, slice_ready;
-  struct ht_redref full, slice;
-};
-
-static const struct ht_redref *get_ref(struct mcase *c, struct refs *r, int slice) {
-  int *ready = slice ? &r->slice_ready : &r->full_ready;
-  struct ht_redref *ref = slice ? &r->slice : &r->full;
-  if (!*ready) {
-    uint64_t first = slice ? (uint64_t)c->rank * c->count : 0;
-    if (ht_redref_build(ref, c->t, c->n, r->seed, first, c->count) != 0) {
-      fprintf(stderr, "out of memory building a reference\n");
-      exit(3);
-    }
-    *ready = 1;
-  }
-  return ref;
-}
-
-static void refs_free(struct refs *r) {
-  if (r->full_ready) ht_redref_free(&r->full);
-  if (r->slice_ready) ht_redref_free(&r->slice);
-  r->full_ready = r->slice_ready = 0;
-}
-
-static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct refs *refs) {
+static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct ht_refcache *refs) {
   begin_case(c, coll, op, inplace);
   unsigned caseno = c->ctx->next_case;
   unsigned char scalar_raw[8];
@@ -160,25 +88,26 @@ static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct
     }
   }
   struct ht_stream in = ht_stream_make(refs->seed, c->rank, c->t, ht_op_dist(op));
-  size_t sendn = coll == C_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
-  int verifies = coll != C_REDUCE || c->rank == c->root;
-  const struct ht_redref *ref = verifies ? get_ref(c, refs, coll == C_REDUCESCATTER) : NULL;
+  size_t sendn = coll == HT_COLL_REDUCESCATTER ? (size_t)c->n * c->count : c->count;
+  int verifies = coll != HT_COLL_REDUCE || c->rank == c->root;
+  const struct ht_redref *ref =
+      verifies ? ht_refcache_get(refs, c->t, c->n, c->rank, c->count, coll == HT_COLL_REDUCESCATTER) : NULL;
   struct ht_buf b[2] = {{0}};
   void *sendp, *recvp;
   uint64_t gseed = ht_seed(caseno, c->rank, 7, 7);
   sendp = ht_buf_get(&b[0], 0, sendn * c->es, gseed, 0);
   ht_fill(sendp, sendn, &in, 0);
   if (inplace) {
-    recvp = coll == C_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
+    recvp = coll == HT_COLL_REDUCESCATTER ? AT(sendp, (size_t)c->rank * c->count) : sendp;
   } else {
     recvp = ht_buf_get(&b[1], 1, c->count * c->es, gseed + 10, ref == NULL);
     if (ref) ht_redref_fill_stale(ref, &spec, recvp);
   }
   hetcclResult_t rc;
-  if (coll == C_ALLREDUCE) {
+  if (coll == HT_COLL_ALLREDUCE) {
     rc = hetcclAllReduce(sendp, recvp, c->count, c->t, hop, c->comm, NULL);
     note_rc(c, "hetcclAllReduce", rc);
-  } else if (coll == C_REDUCE) {
+  } else if (coll == HT_COLL_REDUCE) {
     rc = hetcclReduce(sendp, recvp, c->count, c->t, hop, c->root, c->comm, NULL);
     note_rc(c, "hetcclReduce", rc);
   } else {
@@ -188,9 +117,9 @@ static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct
   if (rc == hetcclSuccess && ref) {
     char msg[256];
     size_t bad = ht_redref_check(ref, &spec, recvp, msg, sizeof msg);
-    if (bad) note(c, "%zu of %zu elements wrong; %s", bad, c->count, msg);
+    if (bad) ht_note(&c->problem, "%zu of %zu elements wrong; %s", bad, c->count, msg);
   }
-  if (!inplace) note_verify(c, "send buffer changed", sendp, sendn, &in, 0);
+  if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, sendn, &in, 0);
   note_guards(c, b, 2);
   if (op == HT_OP_PREMUL) note_rc(c, "hetcclRedOpDestroy", hetcclRedOpDestroy(hop, c->comm));
   ht_buf_put(&b[0]);
@@ -199,7 +128,7 @@ static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct
 }
 
 static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_BROADCAST, -1, inplace);
+  begin_case(c, HT_COLL_BROADCAST, -1, inplace);
   struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
   struct ht_buf b[2] = {{0}};
   void *sendp = ht_buf_get(&b[0], 0, c->count * c->es, seed + 1, 1), *recvp;
@@ -207,8 +136,8 @@ static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
   recvp = inplace ? sendp : ht_buf_get(&b[1], 1, c->count * c->es, seed + 2, 1);
   hetcclResult_t rc = hetcclBroadcast(sendp, recvp, c->count, c->t, c->root, c->comm, NULL);
   note_rc(c, "hetcclBroadcast", rc);
-  if (rc == hetcclSuccess) note_verify(c, "received", recvp, c->count, &rs, 0);
-  if (!inplace && c->rank == c->root) note_verify(c, "send buffer changed", sendp, c->count, &rs, 0);
+  if (rc == hetcclSuccess) ht_note_verify(&c->problem, "received", recvp, c->count, &rs, 0);
+  if (!inplace && c->rank == c->root) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &rs, 0);
   note_guards(c, b, 2);
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
@@ -216,7 +145,7 @@ static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
 }
 
 static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLGATHER, -1, inplace);
+  begin_case(c, HT_COLL_ALLGATHER, -1, inplace);
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   struct ht_buf b[2] = {{0}};
   void *recvp = ht_buf_get(&b[0], 0, (size_t)c->n * c->count * c->es, seed + 1, 1), *sendp;
@@ -224,13 +153,8 @@ static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
   ht_fill(sendp, c->count, &mine, 0);
   hetcclResult_t rc = hetcclAllGather(sendp, recvp, c->count, c->t, c->comm, NULL);
   note_rc(c, "hetcclAllGather", rc);
-  for (int r = 0; rc == hetcclSuccess && r < c->n; r++) {
-    struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
-    char what[64];
-    snprintf(what, sizeof what, "block from rank %d", r);
-    note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
-  }
-  if (!inplace) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+  if (rc == hetcclSuccess) ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, 0);
+  if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &mine, 0);
   note_guards(c, b, 2);
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
@@ -238,7 +162,7 @@ static void run_allgather(struct mcase *c, int inplace, uint64_t seed) {
 }
 
 static void run_alltoall(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLTOALL, -1, inplace);
+  begin_case(c, HT_COLL_ALLTOALL, -1, inplace);
   size_t total = (size_t)c->n * c->count;
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   struct ht_buf b[2] = {{0}};
@@ -247,71 +171,28 @@ static void run_alltoall(struct mcase *c, int inplace, uint64_t seed) {
   void *recvp = inplace ? sendp : ht_buf_get(&b[1], 1, total * c->es, seed + 2, 1);
   hetcclResult_t rc = hetcclAlltoAll(sendp, recvp, c->count, c->t, c->comm, NULL);
   note_rc(c, "hetcclAlltoAll", rc);
-  for (int s = 0; rc == hetcclSuccess && s < c->n; s++) {
-    struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
-    char what[64];
-    snprintf(what, sizeof what, "block from rank %d", s);
-    note_verify(c, what, AT(recvp, (size_t)s * c->count), c->count, &st, (uint64_t)c->rank * c->count);
-  }
-  if (!inplace) note_verify(c, "send buffer changed", sendp, total, &mine, 0);
+  if (rc == hetcclSuccess) ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, (uint64_t)c->rank * c->count);
+  if (!inplace) ht_note_verify(&c->problem, "send buffer changed", sendp, total, &mine, 0);
   note_guards(c, b, 2);
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
   end_case(c);
 }
 
-/* Elements rank s sends to rank d: symmetric in (s, d) so the in-place
- * variant (one layout for sending and receiving) is well defined; some
- * pairs exchange nothing. */
-static size_t v_count(size_t count, int s, int d) {
-  if (count == 0 || (s + d) % 3 == 2) return 0;
-  return count + (size_t)((s * d) % 3);
-}
-#define V_STRIDE ((uint64_t)1 << 32)
-
+/* Counts, displacements and gaps: ht_a2av (ht_matrix.h). */
 static void run_alltoallv(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_ALLTOALLV, -1, inplace);
-  int n = c->n, me = c->rank;
-  size_t scount[HT_MAX_RANKS], sdispl[HT_MAX_RANKS], rcount[HT_MAX_RANKS], rdispl[HT_MAX_RANKS];
-  size_t spos = 0, rpos = 0;
-  for (int d = 0; d < n; d++) { /* gaps between blocks must stay untouched */
-    scount[d] = v_count(c->count, me, d);
-    sdispl[d] = spos;
-    spos += scount[d] + 2;
-  }
-  for (int s = n - 1; s >= 0; s--) { /* receive blocks laid out in reverse rank order */
-    rcount[s] = v_count(c->count, s, me);
-    rdispl[s] = inplace ? sdispl[s] : rpos;
-    rpos += rcount[s] + 3;
-  }
-  if (inplace) rpos = spos;
-  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
+  begin_case(c, HT_COLL_ALLTOALLV, -1, inplace);
+  struct ht_a2av v;
+  ht_a2av_layout(&v, c->count, c->n, c->rank, inplace);
   struct ht_buf b[2] = {{0}};
-  void *sendp = ht_buf_get(&b[0], 0, spos * c->es, seed + 1, 1);
-  for (int d = 0; d < n; d++) ht_fill(AT(sendp, sdispl[d]), scount[d], &mine, (uint64_t)d * V_STRIDE);
-  void *recvp = inplace ? sendp : ht_buf_get(&b[1], 1, rpos * c->es, seed + 2, 1);
-  unsigned char *send_copy = malloc(spos * c->es + 1), *recv_copy = malloc(rpos * c->es + 1);
-  memcpy(send_copy, sendp, spos * c->es);
-  memcpy(recv_copy, recvp, rpos * c->es);
-  hetcclResult_t rc = hetcclAlltoAllv(sendp, scount, sdispl, recvp, rcount, rdispl, c->t, c->comm, NULL);
+  void *sendp = ht_buf_get(&b[0], 0, v.send_len * c->es, seed + 1, 1);
+  ht_a2av_fill(&v, sendp, seed, c->t);
+  void *recvp = inplace ? sendp : ht_buf_get(&b[1], 1, v.recv_len * c->es, seed + 2, 1);
+  void *send_copy = ht_copy_of(sendp, v.send_len * c->es), *recv_copy = ht_copy_of(recvp, v.recv_len * c->es);
+  hetcclResult_t rc = hetcclAlltoAllv(sendp, v.scount, v.sdispl, recvp, v.rcount, v.rdispl, c->t, c->comm, NULL);
   note_rc(c, "hetcclAlltoAllv", rc);
-  if (rc == hetcclSuccess) {
-    unsigned char *mark = calloc(rpos + 1, 1); /* elements covered by a received block */
-    for (int s = 0; s < n; s++) {
-      struct ht_stream st = ht_stream_make(seed, s, c->t, HT_DIST_BITS);
-      char what[64];
-      snprintf(what, sizeof what, "block from rank %d", s);
-      note_verify(c, what, AT(recvp, rdispl[s]), rcount[s], &st, (uint64_t)me * V_STRIDE);
-      memset(mark + rdispl[s], 1, rcount[s]);
-    }
-    for (size_t i = 0; i < rpos; i++)
-      if (!mark[i] && memcmp(AT(recvp, i), recv_copy + i * c->es, c->es) != 0) {
-        note(c, "element %zu between received blocks was overwritten", i);
-        break;
-      }
-    free(mark);
-  }
-  if (!inplace && memcmp(sendp, send_copy, spos * c->es) != 0) note(c, "send buffer changed");
+  if (rc == hetcclSuccess) ht_a2av_check(&c->problem, &v, recvp, recv_copy, seed, c->t);
+  if (!inplace && memcmp(sendp, send_copy, v.send_len * c->es) != 0) ht_note(&c->problem, "send buffer changed");
   note_guards(c, b, 2);
   free(send_copy);
   free(recv_copy);
@@ -321,7 +202,7 @@ static void run_alltoallv(struct mcase *c, int inplace, uint64_t seed) {
 }
 
 static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_GATHER, -1, inplace);
+  begin_case(c, HT_COLL_GATHER, -1, inplace);
   int is_root = c->rank == c->root;
   struct ht_stream mine = ht_stream_make(seed, c->rank, c->t, HT_DIST_BITS);
   struct ht_buf b[2] = {{0}};
@@ -333,13 +214,8 @@ static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
   ht_fill(sendp, c->count, &mine, 0);
   hetcclResult_t rc = hetcclGather(sendp, recvp, c->count, c->t, c->root, c->comm, NULL);
   note_rc(c, "hetcclGather", rc);
-  for (int r = 0; rc == hetcclSuccess && is_root && r < c->n; r++) {
-    struct ht_stream s = ht_stream_make(seed, r, c->t, HT_DIST_BITS);
-    char what[64];
-    snprintf(what, sizeof what, "block from rank %d", r);
-    note_verify(c, what, AT(recvp, (size_t)r * c->count), c->count, &s, 0);
-  }
-  if (!inplace || !is_root) note_verify(c, "send buffer changed", sendp, c->count, &mine, 0);
+  if (rc == hetcclSuccess && is_root) ht_note_blocks(&c->problem, recvp, c->count, c->n, seed, c->t, 0);
+  if (!inplace || !is_root) ht_note_verify(&c->problem, "send buffer changed", sendp, c->count, &mine, 0);
   note_guards(c, b, 2);
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
@@ -347,7 +223,7 @@ static void run_gather(struct mcase *c, int inplace, uint64_t seed) {
 }
 
 static void run_scatter(struct mcase *c, int inplace, uint64_t seed) {
-  begin_case(c, C_SCATTER, -1, inplace);
+  begin_case(c, HT_COLL_SCATTER, -1, inplace);
   int is_root = c->rank == c->root;
   size_t total = (size_t)c->n * c->count;
   struct ht_stream rs = ht_stream_make(seed, c->root, c->t, HT_DIST_BITS);
@@ -360,81 +236,69 @@ static void run_scatter(struct mcase *c, int inplace, uint64_t seed) {
     recvp = ht_buf_get(&b[1], 1, c->count * c->es, seed + 2, 1);
   hetcclResult_t rc = hetcclScatter(sendp, recvp, c->count, c->t, c->root, c->comm, NULL);
   note_rc(c, "hetcclScatter", rc);
-  if (rc == hetcclSuccess) note_verify(c, "received", recvp, c->count, &rs, (uint64_t)c->rank * c->count);
-  if (is_root) note_verify(c, "send buffer changed", sendp, total, &rs, 0);
+  if (rc == hetcclSuccess) ht_note_verify(&c->problem, "received", recvp, c->count, &rs, (uint64_t)c->rank * c->count);
+  if (is_root) ht_note_verify(&c->problem, "send buffer changed", sendp, total, &rs, 0);
   note_guards(c, b, 2);
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
   end_case(c);
 }
 
-/* Three messages per rank in one group: to the next rank, to the previous
- * one and to itself; with 2 ranks two messages share a peer and must match
- * in posting order (their sizes differ, so a mix-up is caught). */
+/* The messages, their peers and data: ht_sendrecv (ht_matrix.h). */
 static void run_sendrecv(struct mcase *c, uint64_t seed) {
-  begin_case(c, C_SENDRECV, -1, 0);
-  int n = c->n, me = c->rank;
-  int shifts[3] = {1, n - 1, 0};
-  struct ht_buf b[6] = {{0}};
-  void *sendp[3], *recvp[3];
-  size_t cnt[3];
-  struct ht_stream mine = ht_stream_make(seed, me, c->t, HT_DIST_BITS);
-  for (int k = 0; k < 3; k++) {
-    cnt[k] = c->count ? c->count + (size_t)k : 0;
-    sendp[k] = ht_buf_get(&b[2 * k], 2 * k, cnt[k] * c->es, seed + 1 + (uint64_t)k, 0);
-    recvp[k] = ht_buf_get(&b[2 * k + 1], 2 * k + 1, cnt[k] * c->es, seed + 11 + (uint64_t)k, 1);
-    ht_fill(sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
+  begin_case(c, HT_COLL_SENDRECV, -1, 0);
+  struct ht_sendrecv m;
+  ht_sendrecv_plan(&m, c->count, c->rank, c->n);
+  struct ht_buf b[2 * HT_SR_MSGS] = {{0}};
+  void *sendp[HT_SR_MSGS], *recvp[HT_SR_MSGS];
+  for (int k = 0; k < HT_SR_MSGS; k++) {
+    sendp[k] = ht_buf_get(&b[2 * k], 2 * k, m.count[k] * c->es, seed + 1 + (uint64_t)k, 0);
+    recvp[k] = ht_buf_get(&b[2 * k + 1], 2 * k + 1, m.count[k] * c->es, seed + 11 + (uint64_t)k, 1);
   }
+  ht_sendrecv_fill(&m, sendp, seed, c->t);
   hetcclResult_t rc = hetcclGroupStart();
   note_rc(c, "hetcclGroupStart", rc);
-  for (int k = 0; k < 3; k++) {
-    note_rc(c, "hetcclSend", hetcclSend(sendp[k], cnt[k], c->t, (me + shifts[k]) % n, c->comm, NULL));
-    note_rc(c, "hetcclRecv", hetcclRecv(recvp[k], cnt[k], c->t, (me - shifts[k] + n) % n, c->comm, NULL));
+  for (int k = 0; k < HT_SR_MSGS; k++) {
+    note_rc(c, "hetcclSend", hetcclSend(sendp[k], m.count[k], c->t, m.to[k], c->comm, NULL));
+    note_rc(c, "hetcclRecv", hetcclRecv(recvp[k], m.count[k], c->t, m.from[k], c->comm, NULL));
   }
   rc = hetcclGroupEnd();
   note_rc(c, "hetcclGroupEnd", rc);
-  for (int k = 0; rc == hetcclSuccess && k < 3; k++) {
-    int src = (me - shifts[k] + n) % n;
-    struct ht_stream s = ht_stream_make(seed, src, c->t, HT_DIST_BITS);
-    char what[64];
-    snprintf(what, sizeof what, "message %d from rank %d", k, src);
-    note_verify(c, what, recvp[k], cnt[k], &s, (uint64_t)k * V_STRIDE);
-    note_verify(c, "send buffer changed", sendp[k], cnt[k], &mine, (uint64_t)k * V_STRIDE);
-  }
-  note_guards(c, b, 6);
-  for (int k = 0; k < 6; k++) ht_buf_put(&b[k]);
+  if (rc == hetcclSuccess) ht_sendrecv_check(&c->problem, &m, recvp, sendp, seed, c->t);
+  note_guards(c, b, 2 * HT_SR_MSGS);
+  for (int k = 0; k < 2 * HT_SR_MSGS; k++) ht_buf_put(&b[k]);
   end_case(c);
 }
 
 static void run_count(struct mcase *c, const struct matrix_opts *o) {
-  struct refs refs = {.seed = ht_seed(c->t, c->count, (uint64_t)c->n, 1)};
-  for (int coll = 0; coll < NCOLLS; coll++) {
-    if (!(o->coll_mask & (1u << coll))) continue;
+  struct ht_refcache refs = {.seed = ht_seed(c->t, c->count, (uint64_t)c->n, 1)};
+  for (int coll = 0; coll < HT_NCOLLS; coll++) {
+    if (!(o->m.coll_mask & (1u << coll))) continue;
     double t0 = ht_now();
-    if (coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER) {
+    if (coll == HT_COLL_ALLREDUCE || coll == HT_COLL_REDUCE || coll == HT_COLL_REDUCESCATTER) {
       for (int op = 0; op < HT_NOPS; op++)
-        for (int inplace = 0; inplace < 2 && (o->op_mask & (1u << op)); inplace++)
+        for (int inplace = 0; inplace < 2 && (o->m.op_mask & (1u << op)); inplace++)
           run_reduction(c, coll, op, inplace, &refs);
-    } else if (coll == C_SENDRECV) {
+    } else if (coll == HT_COLL_SENDRECV) {
       run_sendrecv(c, ht_seed(c->ctx->next_case, c->t, c->count, 200));
     } else {
       for (int inplace = 0; inplace < 2; inplace++) {
         uint64_t seed = ht_seed(c->ctx->next_case, c->t, c->count, 100 + (uint64_t)coll);
         switch (coll) {
-          case C_BROADCAST: run_broadcast(c, inplace, seed); break;
-          case C_ALLGATHER: run_allgather(c, inplace, seed); break;
-          case C_ALLTOALL: run_alltoall(c, inplace, seed); break;
-          case C_ALLTOALLV: run_alltoallv(c, inplace, seed); break;
-          case C_GATHER: run_gather(c, inplace, seed); break;
+          case HT_COLL_BROADCAST: run_broadcast(c, inplace, seed); break;
+          case HT_COLL_ALLGATHER: run_allgather(c, inplace, seed); break;
+          case HT_COLL_ALLTOALL: run_alltoall(c, inplace, seed); break;
+          case HT_COLL_ALLTOALLV: run_alltoallv(c, inplace, seed); break;
+          case HT_COLL_GATHER: run_gather(c, inplace, seed); break;
           default: run_scatter(c, inplace, seed); break;
         }
       }
     }
-    if (o->verbose && c->rank == 0)
-      fprintf(stderr, "  n=%d %-13s %-8s count=%-8zu %.3f s\n", c->n, g_coll_names[coll], ht_type_name(c->t), c->count,
+    if (o->m.verbose && c->rank == 0)
+      fprintf(stderr, "  n=%d %-13s %-8s count=%-8zu %.3f s\n", c->n, ht_coll_name(coll), ht_type_name(c->t), c->count,
               ht_now() - t0);
   }
-  refs_free(&refs);
+  ht_refcache_free(&refs);
 }
 
 static void matrix_run_rank(ht_ctx *ctx, const struct matrix_opts *o, const hetcclUniqueId *id) {
@@ -454,11 +318,11 @@ static void matrix_run_rank(ht_ctx *ctx, const struct matrix_opts *o, const hetc
   ht_case(ctx, hetcclCommCount(c.comm, &cnt) == hetcclSuccess && cnt == c.n, "hetcclCommCount = %d", cnt);
   ht_case(ctx, hetcclCommUserRank(c.comm, &ur) == hetcclSuccess && ur == c.rank, "hetcclCommUserRank = %d", ur);
   for (int t = 0; t < HT_NTYPES; t++) {
-    if (!(o->type_mask & (1u << t))) continue;
+    if (!(o->m.type_mask & (1u << t))) continue;
     c.t = (hetcclDataType_t)t;
     c.es = ht_type_size(c.t);
-    for (int k = 0; k < o->ncounts; k++) {
-      c.count = o->counts[k];
+    for (int k = 0; k < o->m.ncounts; k++) {
+      c.count = o->m.counts[k];
       run_count(&c, o);
     }
   }
@@ -470,49 +334,12 @@ static void matrix_run_rank(ht_ctx *ctx, const struct matrix_opts *o, const hetc
  * library and each child reads its own settings) and shares it. */
 static int matrix_job_rank(ht_ctx *ctx, void *arg) {
   const struct matrix_opts *o = arg;
-  struct {
-    int ok;
-    hetcclUniqueId id;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  if (ctx->rank == 0) msg.ok = hetcclGetUniqueId(&msg.id) == hetcclSuccess;
-  if (ht_oob_bcast(ctx, 0, &msg, sizeof msg) != 0) return 1;
-  if (!ht_case(ctx, msg.ok, "hetcclGetUniqueId failed on rank 0: %s", hetcclGetLastError(NULL))) return 1;
-  matrix_run_rank(ctx, o, &msg.id);
+  hetcclUniqueId id;
+  int made = ht_oob_unique_id(ctx, hetcclGetUniqueId, &id);
+  if (made < 0) return 1;
+  if (!ht_case(ctx, made, "hetcclGetUniqueId failed on rank 0: %s", hetcclGetLastError(NULL))) return 1;
+  matrix_run_rank(ctx, o, &id);
   return 0;
-}
-
-static int parse_list(const char *s, size_t *out, int max) {
-  int n = 0;
-  while (*s && n < max) {
-    char *end;
-    out[n++] = (size_t)strtoull(s, &end, 0);
-    s = *end == ',' ? end + 1 : end;
-    if (end == s && *s) return -1;
-  }
-  return n;
-}
-
-/* Names separated by commas -> bit mask via a lookup function. */
-static unsigned parse_names(const char *s, int (*lookup)(const char *)) {
-  unsigned mask = 0;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int v = lookup(tok);
-    if (v < 0) {
-      fprintf(stderr, "unknown name '%s'\n", tok);
-      exit(2);
-    }
-    mask |= 1u << v;
-  }
-  return mask;
-}
-
-static int lookup_op(const char *s) {
-  for (int o = 0; o < HT_NOPS; o++)
-    if (strcmp(s, ht_op_name(o)) == 0) return o;
-  return -1;
 }
 
 struct env_cfg {
@@ -568,7 +395,7 @@ static int standalone_id(const struct matrix_opts *o, int rank, hetcclUniqueId *
     }
     return 0;
   }
-  double deadline = ht_now() + o->timeout_s;
+  double deadline = ht_now() + o->m.timeout_s;
   while (ht_now() < deadline) {
     FILE *f = fopen(o->id_file, "rb");
     if (f) {
@@ -578,23 +405,20 @@ static int standalone_id(const struct matrix_opts *o, int rank, hetcclUniqueId *
     }
     usleep(20000);
   }
-  fprintf(stderr, "rank %d: no unique id in %s after %d s\n", rank, o->id_file, o->timeout_s);
+  fprintf(stderr, "rank %d: no unique id in %s after %d s\n", rank, o->id_file, o->m.timeout_s);
   return -1;
 }
 
 int main(int argc, char **argv) {
-  struct matrix_opts o;
-  matrix_opts_default(&o);
+  struct matrix_opts o = {.id_file = NULL};
+  ht_slice_default(&o.m);
   size_t ranks[16] = {1, 2, 3, 5, 8};
   int nranks_list = 5;
   struct env_cfg env = {.transport = getenv("HETCCL_TEST_TRANSPORT"), .domains = 1};
   int standalone_rank = -1, standalone_n = 0;
   for (int i = 1; i < argc; i++) {
+    if (ht_slice_option(&o.m, argc, argv, &i)) continue; /* -v, --counts, --colls, --types, --ops, --timeout */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-v")) {
-      o.verbose = 1;
-      continue;
-    }
     if (!strcmp(a, "--env-id")) {
       o.env_id = 1;
       continue;
@@ -604,21 +428,16 @@ int main(int argc, char **argv) {
       return 2;
     }
     i++;
-    if (!strcmp(a, "--ranks")) nranks_list = parse_list(v, ranks, 16);
-    else if (!strcmp(a, "--counts")) o.ncounts = parse_list(v, o.counts, MATRIX_MAX_COUNTS);
-    else if (!strcmp(a, "--colls")) o.coll_mask = parse_names(v, matrix_coll_parse);
-    else if (!strcmp(a, "--types")) o.type_mask = parse_names(v, ht_type_parse);
-    else if (!strcmp(a, "--ops")) o.op_mask = parse_names(v, lookup_op);
+    if (!strcmp(a, "--ranks")) nranks_list = ht_parse_list(v, ranks, 16);
     else if (!strcmp(a, "--transport")) env.transport = v;
     else if (!strcmp(a, "--domains")) env.domains = atoi(v);
     else if (!strcmp(a, "--layout")) {
-      env.nlayout = parse_list(v, env.layout, 16);
+      env.nlayout = ht_parse_list(v, env.layout, 16);
       size_t total = 0;
       for (int b = 0; b < env.nlayout; b++) total += env.layout[b];
       ranks[0] = total;
       nranks_list = 1;
     }
-    else if (!strcmp(a, "--timeout")) o.timeout_s = atoi(v);
     else if (!strcmp(a, "--rank")) standalone_rank = atoi(v);
     else if (!strcmp(a, "--nranks")) standalone_n = atoi(v);
     else if (!strcmp(a, "--id-file")) o.id_file = v;
@@ -627,7 +446,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (nranks_list < 1 || o.ncounts < 1) {
+  if (nranks_list < 1 || o.m.ncounts < 1) {
     fprintf(stderr, "bad --ranks or --counts\n");
     return 2;
   }
@@ -636,7 +455,7 @@ int main(int argc, char **argv) {
 
   if (standalone_rank >= 0) {
     /* One rank of a job whose other ranks run elsewhere (other namespaces). */
-    alarm((unsigned)o.timeout_s + 30);
+    alarm((unsigned)o.m.timeout_s + 30);
     hetcclUniqueId id;
     int n = standalone_n;
     if ((!o.env_id && (!o.id_file || n < 1)) || standalone_id(&o, standalone_rank, &id, &n) != 0) {
@@ -662,7 +481,7 @@ int main(int argc, char **argv) {
     char name[96];
     snprintf(name, sizeof name, "n=%zu%s%s", ranks[k], env.domains > 1 || env.nlayout > 1 ? " multi-domain" : "",
              env.transport && *env.transport ? " transport-forced" : "");
-    struct ht_job job = {.name = name, .nranks = (int)ranks[k], .timeout_s = o.timeout_s, .env = set_env,
+    struct ht_job job = {.name = name, .nranks = (int)ranks[k], .timeout_s = o.m.timeout_s, .env = set_env,
                          .env_arg = &env};
     ht_job_run(&job, matrix_job_rank, &o);
     printf("%s (domains %d, transport %s): %u cases, %u failed, %.1f s\n", name, env.domains,
