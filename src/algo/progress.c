@@ -31,7 +31,7 @@ struct hetccl_progress {
   int failed;             /* engine-only after start */
   pthread_t thread;
   int thread_live;
-  hetccl_progress_watch_fn watch_fn;  /* under lock until the engine reads it */
+  hetccl_progress_watch_fn watch_fn;  /* set under the lock, before any job */
   void *watch_arg;
   int watch_period_ms;
   uint64_t next_watch_ns;             /* engine-only */
@@ -52,17 +52,16 @@ static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
               p->device, hetccl_last_error());
 }
 
-/* Runs the watch when it is due (engine thread, lock not held). */
+/* Runs the watch when it is due (engine thread, lock not held). The watch
+ * is set before any job, under the lock the engine takes before it runs a
+ * job or waits idle, so reading it here needs no lock of its own (this is
+ * called from the engine's polling loops). */
 static void watch(struct hetccl_progress *p) {
-  pthread_mutex_lock(&p->lock);
-  hetccl_progress_watch_fn fn = p->watch_fn;
-  void *arg = p->watch_arg;
-  uint64_t period = (uint64_t)p->watch_period_ms * 1000000u;
-  pthread_mutex_unlock(&p->lock);
+  if (!p->watch_fn || p->failed) return;
   uint64_t now = hetccl_now_ns();
-  if (!fn || p->failed || now < p->next_watch_ns) return;
-  p->next_watch_ns = now + period;
-  hetcclResult_t rc = fn(arg);
+  if (now < p->next_watch_ns) return;
+  p->next_watch_ns = now + (uint64_t)p->watch_period_ms * 1000000u;
+  hetcclResult_t rc = p->watch_fn(p->watch_arg);
   if (rc != hetcclSuccess) fail(p, rc);
 }
 
