@@ -208,7 +208,7 @@ static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_p
       HETCCL_TRY(D->stream_wait_event(d->send_stream, d->fork_event));
       *forked = 1;
     }
-    HETCCL_TRY(hetccl_dwin_send(D, w, x->src, x->bytes, d->send_stream));
+    HETCCL_TRY(hetccl_dwin_send(w, x->src, x->bytes, d->send_stream));
   }
   if (*forked) HETCCL_TRY(D->event_record(d->join_event, d->send_stream));
   return hetcclSuccess;
@@ -299,7 +299,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
-    if (w) HETCCL_TRY(hetccl_dwin_recv(D, w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
+    if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
   }
   if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
   if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
@@ -338,7 +338,7 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
     dbuf_free(d, &d->send);
     dbuf_free(d, &d->recv);
     reap(d);
-    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(d->dev, &d->win[r]);
+    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
   }
   if (d->send_stream) d->dev->stream_destroy(d->send_stream);
   if (d->fork_event) d->dev->event_destroy(d->fork_event);

@@ -47,9 +47,9 @@ static hetcclResult_t map(struct hetccl_dwin *win) {
   return hetcclSuccess;
 }
 
-void hetccl_dwin_close(const struct hetccl_device_ops *dev, struct hetccl_dwin *win) {
-  if (win->dev_base) dev->host_unregister(win->w.base);
-  if (win->bounce) dev->mem_free(win->device, win->bounce);
+void hetccl_dwin_close(struct hetccl_dwin *win) {
+  if (win->dev_base) win->dev->host_unregister(win->w.base);
+  if (win->bounce) win->dev->mem_free(win->device, win->bounce);
   win->dev_base = NULL;
   win->bounce = NULL;
 }
@@ -88,60 +88,58 @@ static int reached(_Atomic uint32_t *host, uint32_t value) {
 /* Each chunk's counter write goes out with the next chunk's wait in one
  * driver call where the device batches them (stream_memops32): two calls
  * per chunk on the sender, three on a reducing receiver. */
-static struct hetccl_memop32 wait_op(void *dev_addr, uint32_t value) {
-  return (struct hetccl_memop32){.dev_addr = dev_addr, .value = value, .wait = 1, .cond = HETCCL_WAIT_GEQ};
-}
-static struct hetccl_memop32 write_op(void *dev_addr, uint32_t value) {
-  return (struct hetccl_memop32){.dev_addr = dev_addr, .value = value};
+static void add_write(const struct hetccl_dwin *win, _Atomic uint32_t *counter, uint32_t value,
+                      struct hetccl_memop32 *ops, int *nops) {
+  ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(win, counter), .value = value};
 }
 
-hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
-                                size_t bytes, hetcclStream_t stream) {
+/* A wait for `counter` >= value, unless the host sees it there already;
+ * `need` remembers it for the watch on another thread. */
+static void add_wait(const struct hetccl_dwin *win, _Atomic uint32_t *counter, uint32_t value, _Atomic uint32_t *need,
+                     struct hetccl_memop32 *ops, int *nops) {
+  if (reached(counter, value)) return;
+  ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(win, counter), .value = value, .wait = 1,
+                                           .cond = HETCCL_WAIT_GEQ};
+  atomic_store_explicit(need, value, memory_order_release);
+}
+
+hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream) {
+  const struct hetccl_device_ops *dev = win->dev;
   uint64_t W = win->w.data_bytes;
-  void *produced, *consumed;
   size_t chunk = hetccl_dwin_chunk(win, bytes);
   struct hetccl_memop32 ops[2];
   int nops = 0;
   HETCCL_TRY(map(win));
-  produced = dev_addr(win, win->w.tx_produced);
-  consumed = dev_addr(win, win->w.tx_consumed);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->tx_end, n), end = v + round_up(n, WIN_UNIT);
     /* Room: everything before end - W has been read by the peer. With
      * chunks of at most W/2 that point is at or before the previous end. */
-    if (end > W && !reached(win->w.tx_consumed, units(end - W))) {
-      ops[nops++] = wait_op(consumed, units(end - W));
-      atomic_store_explicit(&win->tx_need, units(end - W), memory_order_release);
-    }
+    if (end > W) add_wait(win, win->w.tx_consumed, units(end - W), &win->tx_need, ops, &nops);
     HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
+    nops = 0;
     HETCCL_TRY(dev->copy_async(win->w.tx_data + v % W, (const char *)src + off, n, stream));
-    ops[0] = write_op(produced, units(end));
-    nops = 1;
+    add_write(win, win->w.tx_produced, units(end), ops, &nops);
     win->tx_end = end;
   }
   return hetccl_memops32(dev, stream, ops, nops);
 }
 
-hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
-                                size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream) {
+hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
+                                const hetccl_redop *op, hetcclStream_t stream) {
+  const struct hetccl_device_ops *dev = win->dev;
   uint64_t W = win->w.data_bytes;
-  void *produced, *consumed;
   size_t chunk = hetccl_dwin_chunk(win, bytes), esz = a ? hetccl_type_size(dt) : 1;
   struct hetccl_memop32 ops[2];
   int nops = 0;
   HETCCL_TRY(map(win));
-  produced = dev_addr(win, win->w.rx_produced);
-  consumed = dev_addr(win, win->w.rx_consumed);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     uint64_t v = place(win, win->rx_end, n), end = v + round_up(n, WIN_UNIT);
     uint8_t *data = win->w.rx_data + v % W;
-    if (!reached(win->w.rx_produced, units(end))) {
-      ops[nops++] = wait_op(produced, units(end));
-      atomic_store_explicit(&win->rx_need, units(end), memory_order_release);
-    }
+    add_wait(win, win->w.rx_produced, units(end), &win->rx_need, ops, &nops);
     HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
+    nops = 0;
     if (a && !win->bounce) {
       HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, dev_addr(win, data), n / esz, dt, op, 0, stream));
     } else {
@@ -150,8 +148,7 @@ hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetc
       HETCCL_TRY(dev->copy_async(a ? win->bounce : (char *)dst + off, data, n, stream));
       if (a) HETCCL_TRY(dev->reduce((char *)dst + off, (const char *)a + off, win->bounce, n / esz, dt, op, 0, stream));
     }
-    ops[0] = write_op(consumed, units(end));
-    nops = 1;
+    add_write(win, win->w.rx_consumed, units(end), ops, &nops);
     win->rx_end = end;
   }
   return hetccl_memops32(dev, stream, ops, nops);

@@ -52,15 +52,14 @@ struct hetccl_dwin {
  * cost no pinned or device memory. */
 hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
                                 struct hetccl_dwin *win);
-void hetccl_dwin_close(const struct hetccl_device_ops *dev, struct hetccl_dwin *win);
+void hetccl_dwin_close(struct hetccl_dwin *win);
 
 /* Enqueues sending `bytes` from device memory `src` on `stream`. */
-hetcclResult_t hetccl_dwin_send(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, const void *src,
-                                size_t bytes, hetcclStream_t stream);
+hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream);
 /* Enqueues receiving `bytes` on `stream`: into dst, or with a != NULL
  * dst = a op received (count bytes / size of dt elements). */
-hetcclResult_t hetccl_dwin_recv(const struct hetccl_device_ops *dev, struct hetccl_dwin *win, void *dst, const void *a,
-                                size_t bytes, hetcclDataType_t dt, const hetccl_redop *op, hetcclStream_t stream);
+hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
+                                const hetccl_redop *op, hetcclStream_t stream);
 
 /* After an abort or a lost peer: stores, from the host, counter values far
  * ahead of the current ones (2^30 units, 256 GiB), which satisfy every wait

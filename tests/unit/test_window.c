@@ -216,7 +216,7 @@ static void wpair_close(struct wpair *p) {
   CHECK(fs_all_idle_within(WAIT_MS), "streams still busy before the windows close");
   for (int s = 0; s < 2; s++) {
     int before = atomic_load(&fs_dev[s].registered), mapped = p->w[s].dev_base != NULL;
-    hetccl_dwin_close(&fs_ops, &p->w[s]);
+    hetccl_dwin_close(&p->w[s]);
     CHECK(p->w[s].dev_base == NULL, "dwin_close left dev_base set");
     CHECK(atomic_load(&fs_dev[s].registered) == before - mapped, "side %d: window not unregistered", s);
   }
@@ -336,9 +336,9 @@ static void msg_post(struct wpair *p, int from, struct msg *m, hetcclStream_t ss
     memcpy(m->want, m->src, m->n);
   }
   const void *a = m->red ? (m->in_place ? m->dst : m->a) : NULL;
-  CHECK(hetccl_dwin_send(&fs_ops, &p->w[from], m->src, m->n, ss) == hetcclSuccess, "dwin_send: %s",
+  CHECK(hetccl_dwin_send(&p->w[from], m->src, m->n, ss) == hetcclSuccess, "dwin_send: %s",
         hetccl_last_error());
-  CHECK(hetccl_dwin_recv(&fs_ops, &p->w[to], m->dst, a, m->n, dt, &op, rs) == hetcclSuccess, "dwin_recv: %s",
+  CHECK(hetccl_dwin_recv(&p->w[to], m->dst, a, m->n, dt, &op, rs) == hetcclSuccess, "dwin_recv: %s",
         hetccl_last_error());
 }
 
@@ -449,10 +449,10 @@ static void case_flow(void) {
   if (!g.h || !ev) goto out;
   /* The receiver's stream is held back by the test; 2 MiB are sent meanwhile. */
   gate_hold(&g, r1);
-  CHECK(hetccl_dwin_recv(&fs_ops, &p.w[1], dst[0], NULL, n, hetcclUint8, &sum, r1) == hetcclSuccess, "dwin_recv");
-  CHECK(hetccl_dwin_recv(&fs_ops, &p.w[1], dst[1], a, n, hetcclFloat32, &sum, r1) == hetcclSuccess, "dwin_recv");
+  CHECK(hetccl_dwin_recv(&p.w[1], dst[0], NULL, n, hetcclUint8, &sum, r1) == hetcclSuccess, "dwin_recv");
+  CHECK(hetccl_dwin_recv(&p.w[1], dst[1], a, n, hetcclFloat32, &sum, r1) == hetcclSuccess, "dwin_recv");
   for (int i = 0; i < 2; i++)
-    CHECK(hetccl_dwin_send(&fs_ops, tx, src[i], n, s0) == hetcclSuccess, "dwin_send");
+    CHECK(hetccl_dwin_send(tx, src[i], n, s0) == hetcclSuccess, "dwin_send");
   fs_ops.event_record(ev, s0);
   /* The sender fills the window, then stalls on room: produced stops at one window. */
   uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
@@ -503,7 +503,7 @@ static void case_release(void) {
   ok = wpair_open(&Q) && ok;
   if (!ok) goto out;
   /* The receive waits on the peer's produced counter, which nothing writes. */
-  CHECK(hetccl_dwin_recv(&fs_ops, &P.w[1], dst, NULL, rn, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv");
+  CHECK(hetccl_dwin_recv(&P.w[1], dst, NULL, rn, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv");
   CHECK(!fs_sync_within(r1, 50), "a receive of data never sent finished");
   uint64_t t0 = hetccl_now_ns();
   hetccl_dwin_release(&P.w[1]);
@@ -516,7 +516,7 @@ static void case_release(void) {
         load32(P.w[1].w.rx_consumed), units(P.w[1].rx_end));
 
   /* The send fills the window and waits for room the absent receiver never makes. */
-  CHECK(hetccl_dwin_send(&fs_ops, &Q.w[0], src, sn, s0) == hetcclSuccess, "dwin_send");
+  CHECK(hetccl_dwin_send(&Q.w[0], src, sn, s0) == hetcclSuccess, "dwin_send");
   uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
   while (load32(Q.w[0].w.tx_produced) < WIN / UNIT && !hetccl_expired(deadline)) fs_nap_us(200);
   CHECK(!fs_sync_within(s0, 50) && load32(Q.w[0].w.tx_produced) == WIN / UNIT,
@@ -555,7 +555,7 @@ static void case_no_window(void) {
     CHECK(hetccl_dwin_open(&fs_ops, s, m.l[s][1 - s], &w) == hetcclSuccess, "dwin_open: %s", hetccl_last_error());
     CHECK(!w.present && w.dev_base == NULL && w.tx_end == 0 && w.rx_end == 0,
           "side %d: a link without a window opened one", s);
-    hetccl_dwin_close(&fs_ops, &w);
+    hetccl_dwin_close(&w);
     hetccl_dwin_release(&w);
   }
   memset(&w, 0x5a, sizeof w);
