@@ -137,6 +137,9 @@ enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
  * else one call each. */
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
                                const struct hetccl_memop32 *ops, int n);
+/* The same, one stream_wait_value32 / stream_write_value32 call each. */
+hetcclResult_t hetccl_memops32_each(const struct hetccl_device_ops *dev, hetcclStream_t stream,
+                                    const struct hetccl_memop32 *ops, int n);
 
 extern const struct hetccl_device_ops hetccl_device_host;
 /* Over libcuda.so.1, opened at first use; available() is 0 where it is missing. */

@@ -23,6 +23,11 @@ hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream
                                const struct hetccl_memop32 *ops, int n) {
   if (n <= 0) return hetcclSuccess;
   if (dev->stream_memops32 && n > 1) return dev->stream_memops32(stream, ops, n);
+  return hetccl_memops32_each(dev, stream, ops, n);
+}
+
+hetcclResult_t hetccl_memops32_each(const struct hetccl_device_ops *dev, hetcclStream_t stream,
+                                    const struct hetccl_memop32 *ops, int n) {
   for (int i = 0; i < n; i++) {
     const struct hetccl_memop32 *o = &ops[i];
     HETCCL_TRY(o->wait ? dev->stream_wait_value32(stream, o->dev_addr, o->value, o->cond)

@@ -133,12 +133,8 @@ hetcclResult_t hetccl_cuda_memops32(hetcclStream_t stream, const struct hetccl_m
   const struct hetccl_cu *cu;
   HETCCL_TRY(hetccl_cu_get(&cu));
   if (n < 1 || n > HETCCL_MEMOPS_MAX) return hetccl_error(hetcclInternalError, "%d stream memory operations", n);
-  if (!cu->StreamBatchMemOp) { /* a driver before CUDA 12: one call each */
-    for (int i = 0; i < n; i++)
-      HETCCL_TRY(ops[i].wait ? hetccl_cuda_wait_value32(stream, ops[i].dev_addr, ops[i].value, ops[i].cond)
-                             : hetccl_cuda_write_value32(stream, ops[i].dev_addr, ops[i].value));
-    return hetcclSuccess;
-  }
+  if (!cu->StreamBatchMemOp) /* a driver before CUDA 12 */
+    return hetccl_memops32_each(&hetccl_device_cuda, stream, ops, n);
   CUstreamBatchMemOpParams p[HETCCL_MEMOPS_MAX];
   memset(p, 0, sizeof p);
   for (int i = 0; i < n; i++) {
