@@ -27,27 +27,17 @@
 #include "algo/progress.h"
 #include "device/device.h"
 #include "transport/transport.h"
+#include "unit_check.h"
 #include "util/error.h"
 #include "util/time.h"
 
 #define WAIT_MS 5000 /* bound of every wait that should succeed */
 #define SENTINEL 0xee
 
-static atomic_int g_fails; /* failed checks of the running case (producer threads check too) */
 static uint64_t g_seed;
 static const char *volatile g_case = "";
 
-#define CHECK(cond, ...)                              \
-  do {                                                \
-    if (cond) break;                                  \
-    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__);                     \
-    fprintf(stderr, "\n");                            \
-    atomic_fetch_add(&g_fails, 1);                    \
-  } while (0)
-
 static void nap_us(long us) { nanosleep(&(struct timespec){0, us * 1000}, NULL); }
-static long long ms_since(uint64_t t0) { return (long long)((hetccl_now_ns() - t0) / 1000000); }
 
 /* ---- the fake device; state per device number, so two engines stay apart ---- */
 

@@ -39,6 +39,7 @@
 #include "device/reduce.h"
 #include "fake_stream_device.h"
 #include "transport/transport.h"
+#include "unit_check.h"
 #include "util/error.h"
 #include "util/time.h"
 
@@ -49,22 +50,11 @@
 #define SENTINEL 0xee
 #define MAXR 3
 
-static atomic_int g_fails;
 static uint64_t g_seed, g_rng;
 static const char *volatile g_case = "";
 
-#define CHECK(cond, ...)                              \
-  do {                                                \
-    if (cond) break;                                  \
-    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__);                     \
-    fprintf(stderr, "\n");                            \
-    atomic_fetch_add(&g_fails, 1);                    \
-  } while (0)
-
 static uint64_t rnd(void) { return fs_rand(&g_rng); }
 static void nap_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000}, NULL); }
-static long long ms_since(uint64_t t0) { return (long long)((hetccl_now_ns() - t0) / 1000000); }
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 static uint32_t load32(_Atomic uint32_t *p) { return atomic_load_explicit(p, memory_order_acquire); }
