@@ -52,13 +52,8 @@ COLLS=${COLLS:-allreduce allgather reducescatter broadcast sendrecv}
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 summary="$LOGS/summary.txt"
-: >"$summary"
-failures=0
-start=$(date +%s)
-
-say() { echo "$*" | tee -a "$summary"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-elapsed() { echo "$(($(date +%s) - start)) s"; }
+# shellcheck source=scripts/summary.sh
+. "$repo/scripts/summary.sh"
 
 to_bytes() {
   local v=$1 n=${1%[KkMmGg]}

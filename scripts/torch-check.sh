@@ -81,13 +81,8 @@ fi
 
 mkdir -p "$OUT"
 summary="$OUT/torch-summary.txt"
-: >"$summary"
-failures=0
-start=$(date +%s)
-
-say() { echo "$*" | tee -a "$summary"; }
-fail() { failures=$((failures + 1)); say "FAIL: $*"; }
-elapsed() { echo "$(($(date +%s) - start)) s"; }
+# shellcheck source=scripts/summary.sh
+. "$repo/scripts/summary.sh"
 
 export NCCL_NVLS_ENABLE=0
 torch_nccl=$VENV/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
