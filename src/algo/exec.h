@@ -2,9 +2,11 @@
  * What plans do to memory, for either kind of rank. A plan is written once
  * as copies, zeroing, reductions, vendor phases and link phases; on host
  * ranks each step runs on the caller's thread and is done on return; on GPU
- * ranks each step is enqueued on the operation's stream (st->stream) and a
- * link phase becomes a progress-engine job gated by events, staged through
- * pinned memory, ordered back into the stream by flag waits (progress.h).
+ * ranks each step is enqueued on the operation's stream (st->stream); a
+ * transfer to a GPU rank of another domain on this host goes through the
+ * link's device window (window.h), any other becomes part of a
+ * progress-engine job gated by events, staged through pinned memory,
+ * ordered back into the stream by flag waits (progress.h).
  *
  * A link phase is recorded with exec_send / exec_recv / exec_recv_reduce and
  * run by exec_exchange. Every transfer is cut into the same chunks on both

@@ -126,7 +126,8 @@ static hetcclResult_t watch_windows(void *arg) {
   return hetcclSuccess;
 }
 
-/* Maps every link's device window; the send stream and its events exist only with one. */
+/* Prepares every link's device window (mapped at first use); the send stream,
+ * its events and the engine's watch exist only when some link has one. */
 static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
   d->win = calloc((size_t)nranks, sizeof *d->win);
   if (!d->win) return hetccl_error(hetcclSystemError, "out of memory for device windows");
