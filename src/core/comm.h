@@ -36,6 +36,7 @@ struct hetccl_rank_info {
   int32_t shm_nslots;
   int32_t can_window;       /* this rank's device can map a shm device window */
   int64_t shm_window_bytes;
+  int64_t shm_window_max;
   uint8_t addr[HETCCL_TRANSPORT_COUNT][HETCCL_TRANSPORT_ADDR_BYTES];
 };
 

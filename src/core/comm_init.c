@@ -84,6 +84,7 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->shm_slot_bytes = (int64_t)p->shm_slot_bytes;
   me->shm_nslots = p->shm_nslots;
   me->shm_window_bytes = (int64_t)p->shm_window_bytes;
+  me->shm_window_max = (int64_t)p->shm_window_max;
   me->can_window = can_map_window(c);
 }
 
@@ -117,6 +118,7 @@ static void adopt_agreed_settings(struct hetccl_comm *c) {
   n->shm_slot_bytes = (size_t)r0->shm_slot_bytes;
   n->shm_nslots = r0->shm_nslots;
   n->shm_window_bytes = (size_t)r0->shm_window_bytes;
+  n->shm_window_max = (size_t)r0->shm_window_max;
 }
 
 static hetcclResult_t pick_transport(struct hetccl_comm *c, int peer, int *out) {

@@ -246,6 +246,12 @@ static int shm_window(hetccl_link *link, struct hetccl_link_window *w) {
   return hetccl_shm_seg_window(&l->seg, l->side, w);
 }
 
+static hetcclResult_t shm_lane_open(hetccl_link *link, int tx, unsigned gen, size_t data_bytes,
+                                    struct hetccl_link_lane *lane) {
+  struct shm_link *l = (struct shm_link *)link;
+  return hetccl_shm_lane_open(&l->seg, tx ? l->side : 1 - l->side, gen, data_bytes, lane);
+}
+
 static hetcclResult_t shm_peer_state(hetccl_link *link) {
   struct shm_link *l = (struct shm_link *)link;
   uint32_t closed = atomic_load_explicit(&l->seg.hdr->closed[1 - l->side], memory_order_acquire);
@@ -272,4 +278,6 @@ const struct hetccl_transport_ops hetccl_transport_shm = {
     .teardown = shm_teardown,
     .window = shm_window,
     .check_peer = shm_peer_state,
+    .lane_open = shm_lane_open,
+    .lane_close = hetccl_shm_lane_close,
 };

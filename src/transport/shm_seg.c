@@ -94,6 +94,7 @@ int hetccl_shm_seg_window(const struct hetccl_shm_seg *seg, int side, struct het
   uint8_t *tx = base + (uint64_t)side * dir_bytes, *rx = base + (uint64_t)(1 - side) * dir_bytes;
   struct hetccl_shm_window_ctrl *tc = (void *)tx, *rc = (void *)rx;
   *w = (struct hetccl_link_window){.base = base, .bytes = 2 * dir_bytes, .data_bytes = h->window_bytes,
+                                   .grow_max = h->window_max > h->window_bytes ? h->window_max : h->window_bytes,
                                    .tx_data = tx + HETCCL_SHM_ALIGN, .rx_data = rx + HETCCL_SHM_ALIGN,
                                    .tx_produced = &tc->produced, .tx_consumed = &tc->consumed,
                                    .rx_produced = &rc->produced, .rx_consumed = &rc->consumed};
@@ -192,6 +193,7 @@ static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct het
   h->slot_stride = l.stride;
   h->total_bytes = l.total;
   h->window_bytes = window;
+  h->window_max = window ? ctx->shm_window_max / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN : 0;
   h->pid[0] = (int32_t)getpid();
   h->rank[0] = ctx->rank;
   h->rank[1] = peer;

@@ -14,7 +14,7 @@
 #include "transport/transport.h"
 
 #define HETCCL_SHM_MAGIC 0x68657463636c736dull /* "hetcclsm" */
-#define HETCCL_SHM_VERSION 2u
+#define HETCCL_SHM_VERSION 3u
 #define HETCCL_SHM_ALIGN 4096u
 #define HETCCL_SHM_NAME_BYTES 64
 
@@ -39,6 +39,7 @@ struct hetccl_shm_header {
   uint64_t slot_stride;        /* slot_bytes rounded up to a page */
   uint64_t total_bytes;
   uint64_t window_bytes;       /* device window data per direction; 0: none */
+  uint64_t window_max;         /* largest lane the window may grow by */
   int32_t pid[2];
   int32_t rank[2];
   _Atomic uint32_t ready;      /* creator finished initialising (release) */
@@ -85,6 +86,20 @@ struct hetccl_shm_window_ctrl {
   _Alignas(64) _Atomic uint32_t produced;
   _Alignas(64) _Atomic uint32_t consumed;
 };
+
+/* The first page of a lane (struct hetccl_link_lane): its counters, and
+ * how many sides have mapped it (the second removes the name). */
+struct hetccl_shm_lane_page {
+  _Alignas(64) _Atomic uint32_t produced;
+  _Alignas(64) _Atomic uint32_t consumed;
+  _Alignas(64) _Atomic uint32_t attached;
+};
+
+/* Lane `gen` from side `from` to the other side of the link of `seg`
+ * (shm_lane.c): created by whichever side comes first, sized by both. */
+hetcclResult_t hetccl_shm_lane_open(const struct hetccl_shm_seg *seg, int from, unsigned gen, size_t data_bytes,
+                                    struct hetccl_link_lane *lane);
+void hetccl_shm_lane_close(struct hetccl_link_lane *lane);
 
 /* This process's published address. */
 void hetccl_shm_addr_local(struct hetccl_shm_addr *addr);

@@ -52,6 +52,7 @@ typedef struct hetccl_net_ctx {
    * each peer whether its shm link carries one (both ends must agree; NULL:
    * no link does). */
   size_t shm_window_bytes;
+  size_t shm_window_max;                   /* largest lane a window may grow by (>= shm_window_bytes) */
   const unsigned char *shm_window_peers;   /* [nranks] */
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
 } hetccl_net_ctx;
@@ -73,9 +74,25 @@ struct hetccl_link_window {
   void *base;
   size_t bytes;
   size_t data_bytes;              /* per direction */
+  size_t grow_max;                /* largest lane (lane_open) the window may grow by; both ends see the same */
   uint8_t *tx_data, *rx_data;     /* this side sends through tx, receives through rx */
   _Atomic uint32_t *tx_produced, *tx_consumed;
   _Atomic uint32_t *rx_produced, *rx_consumed;
+};
+
+/*
+ * A lane: a further window in one direction of a link that has one (both
+ * ends open it, in either order, with the same arguments and map the same
+ * memory): one page holding the two counters (both start at 0), then
+ * `data_bytes` of data; everything in [base, base + bytes), page-aligned.
+ */
+struct hetccl_link_lane {
+  void *base;
+  size_t bytes;
+  uint8_t *data;
+  size_t data_bytes;
+  _Atomic uint32_t *produced, *consumed;
+  char name[64];
 };
 
 struct hetccl_transport_ops {
@@ -98,6 +115,12 @@ struct hetccl_transport_ops {
    * or its process is gone, without driving the link (for a thread that
    * watches windows, which carry no link messages). */
   hetcclResult_t (*check_peer)(hetccl_link *link);
+  /* Optional, with window: opens lane `gen` of the direction this side
+   * sends in (tx = 1) or receives in (tx = 0), of data_bytes (a whole number
+   * of pages, at most the window's grow_max). Never waits for the peer.
+   * lane_close unmaps it. */
+  hetcclResult_t (*lane_open)(hetccl_link *link, int tx, unsigned gen, size_t data_bytes, struct hetccl_link_lane *lane);
+  void (*lane_close)(struct hetccl_link_lane *lane);
 };
 #define HETCCL_TRANSPORT_OPS_VERSION 1
 

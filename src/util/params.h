@@ -20,6 +20,7 @@ struct hetccl_params {
   size_t shm_slot_bytes;      /* HETCCL_SHM_SLOT_BYTES: one slot of a shm link ring */
   int shm_nslots;             /* HETCCL_SHM_NSLOTS: slots per direction of a shm link */
   size_t shm_window_bytes;    /* HETCCL_SHM_WINDOW_BYTES: device window per direction between GPU ranks; 0: none */
+  size_t shm_window_max;      /* HETCCL_SHM_WINDOW_MAX: largest lane a window grows by for larger transfers */
   int shm_window_kernel_read; /* HETCCL_SHM_WINDOW_READ: "kernel" (reduce straight from the window) or "copy" */
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
 };

@@ -68,6 +68,11 @@ struct mesh {
   hetccl_link *l[MAXR][MAXR];      /* l[r][p]: rank r's end of the link to p */
 };
 
+/* The largest lane of the windows of meshes opened now (window.h): WIN
+ * keeps every transfer in lane 0; LANES_MAX lets windows grow three times. */
+#define LANES_MAX (8 * (size_t)WIN)
+static size_t g_window_max = WIN;
+
 static int mesh_open(struct mesh *m, int n, const unsigned char win[MAXR][MAXR]) {
   static int seq;
   uint8_t addr[MAXR][HETCCL_TRANSPORT_ADDR_BYTES];
@@ -77,7 +82,7 @@ static int mesh_open(struct mesh *m, int n, const unsigned char win[MAXR][MAXR])
     hetccl_net_ctx *c = &m->ctx[r];
     memcpy(m->peers[r], win[r], MAXR);
     *c = (hetccl_net_ctx){.rank = r, .nranks = n, .timeout_ms = 10000, .shm_nslots = 4, .shm_slot_bytes = 64u << 10,
-                          .shm_window_bytes = WIN, .shm_window_peers = m->peers[r]};
+                          .shm_window_bytes = WIN, .shm_window_max = g_window_max, .shm_window_peers = m->peers[r]};
     c->comm_tag = g_seed ^ ((uint64_t)getpid() << 20) ^ (uint64_t)seq; /* a fresh segment name per mesh */
     CHECK(hetccl_transport_shm.setup(c, addr[r]) == hetcclSuccess, "shm setup: %s", hetccl_last_error());
   }
@@ -156,22 +161,52 @@ static const struct {
             {hetcclInt64, HETCCL_COMBINE_MIN}};
 #define NREDS (int)(sizeof REDS / sizeof REDS[0])
 
-/* ---- the design's model of positions (window.h): both ends compute it from sizes alone ---- */
+/* ---- the design's model of lanes and positions (window.h): both ends compute them from sizes alone ---- */
 
-static size_t model_chunk(size_t bytes) {
-  size_t c = hetccl_link_chunk(bytes);
-  return c < WIN / 2 ? c : WIN / 2;
-}
-
-/* The virtual end after a transfer of `bytes` that follows `end`. */
-static uint64_t model_end(uint64_t end, size_t bytes) {
-  size_t chunk = model_chunk(bytes);
+/* The virtual end after a transfer of `bytes` that follows `end` in a lane of W bytes. */
+static uint64_t model_end_in(uint64_t W, uint64_t end, size_t bytes) {
+  size_t chunk = hetccl_link_chunk(bytes);
+  if (chunk > W / 2) chunk = W / 2;
   for (size_t off = 0; off < bytes; off += chunk) {
     uint64_t n = round_up(hetccl_chunk_len(bytes, off, chunk), UNIT), v = round_up(end, UNIT);
-    if (v % WIN + n > WIN) v = round_up(v, WIN);
+    if (v % W + n > W) v = round_up(v, W);
     end = v + n;
   }
   return end;
+}
+static uint64_t model_end(uint64_t end, size_t bytes) { return model_end_in(WIN, end, bytes); }
+
+/* One direction's lanes. */
+struct model {
+  uint64_t W[HETCCL_DWIN_LANES], end[HETCCL_DWIN_LANES];
+  int n;
+  size_t max;
+};
+
+static void model_init(struct model *m, size_t max) {
+  memset(m, 0, sizeof *m);
+  m->W[0] = WIN;
+  m->n = 1;
+  m->max = max;
+}
+
+/* Lane 0 when the transfer fits; else the smallest power of two from 2 WIN
+ * that holds it (at most max): the largest lane when that holds it, else a
+ * new lane, unless there are as many as may be. */
+static void model_post(struct model *m, size_t bytes) {
+  if (bytes == 0) return;
+  int i = 0;
+  if (bytes > WIN && m->max >= 2 * (size_t)WIN) {
+    uint64_t want = 2 * (uint64_t)WIN;
+    while (want < bytes && want * 2 <= m->max) want *= 2;
+    if ((m->n > 1 && m->W[m->n - 1] >= want) || m->n == HETCCL_DWIN_LANES) {
+      i = m->n - 1;
+    } else {
+      i = m->n++;
+      m->W[i] = want;
+    }
+  }
+  m->end[i] = model_end_in(m->W[i], m->end[i], bytes);
 }
 
 static uint32_t units(uint64_t virt) { return (uint32_t)(virt / UNIT); }
@@ -182,6 +217,14 @@ struct wpair {
   struct mesh m;
   struct hetccl_dwin w[2];
 };
+
+/* What a window has registered with its device: lane 0 (the link's window) and each grown lane. */
+static int dwin_mappings(const struct hetccl_dwin *w) {
+  int n = w->dev_base != NULL;
+  for (int i = 1; i < atomic_load(&w->ntx); i++) n += w->tx[i].dev_reg != NULL;
+  for (int i = 1; i < atomic_load(&w->nrx); i++) n += w->rx[i].dev_reg != NULL;
+  return n;
+}
 
 static int wpair_open(struct wpair *p) {
   memset(p, 0, sizeof *p);
@@ -205,10 +248,12 @@ static int wpair_open(struct wpair *p) {
 static void wpair_close(struct wpair *p) {
   CHECK(fs_all_idle_within(WAIT_MS), "streams still busy before the windows close");
   for (int s = 0; s < 2; s++) {
-    int before = atomic_load(&fs_dev[s].registered), mapped = p->w[s].dev_base != NULL;
+    if (!p->w[s].present) continue;
+    int before = atomic_load(&fs_dev[s].registered), mapped = dwin_mappings(&p->w[s]);
     hetccl_dwin_close(&p->w[s]);
     CHECK(p->w[s].dev_base == NULL, "dwin_close left dev_base set");
-    CHECK(atomic_load(&fs_dev[s].registered) == before - mapped, "side %d: window not unregistered", s);
+    CHECK(atomic_load(&fs_dev[s].registered) == before - mapped, "side %d: %d of %d windows and lanes not unregistered",
+          s, atomic_load(&fs_dev[s].registered) - (before - mapped), mapped);
   }
   mesh_close(&p->m);
 }
@@ -346,27 +391,41 @@ static void msg_check(struct msg *m, int from, int i) {
   memset(m, 0, sizeof *m);
 }
 
-/* Counters after traffic in both directions: each is the virtual end of what crossed, in units. */
-static void check_counters(struct wpair *p, const uint64_t expect[2]) {
+/* Lanes and counters after traffic in both directions: both ends made the
+ * lanes the design says, and each counter is the virtual end of what
+ * crossed its lane, in units. */
+static void check_counters(struct wpair *p, const struct model expect[2]) {
   for (int from = 0; from < 2; from++) {
     struct hetccl_dwin *tx = &p->w[from], *rx = &p->w[1 - from];
-    CHECK(tx->tx_end == expect[from] && rx->rx_end == expect[from], "%d->%d: virtual ends %llu (tx), %llu (rx), "
-          "the design says %llu", from, 1 - from, (unsigned long long)tx->tx_end, (unsigned long long)rx->rx_end,
-          (unsigned long long)expect[from]);
-    uint32_t want = units(expect[from]);
-    CHECK(load32(tx->w.tx_produced) == want && load32(rx->w.rx_produced) == want,
-          "%d->%d: produced %u (sender's view) / %u (receiver's view), expected %u", from, 1 - from,
-          load32(tx->w.tx_produced), load32(rx->w.rx_produced), want);
-    CHECK(load32(rx->w.rx_consumed) == want && load32(tx->w.tx_consumed) == want,
-          "%d->%d: consumed %u (receiver's view) / %u (sender's view), expected %u", from, 1 - from,
-          load32(rx->w.rx_consumed), load32(tx->w.tx_consumed), want);
+    const struct model *m = &expect[from];
+    CHECK(atomic_load(&tx->ntx) == m->n && atomic_load(&rx->nrx) == m->n,
+          "%d->%d: %d lanes (sender) / %d (receiver), the design says %d", from, 1 - from, atomic_load(&tx->ntx),
+          atomic_load(&rx->nrx), m->n);
+    for (int i = 0; i < m->n && i < atomic_load(&tx->ntx) && i < atomic_load(&rx->nrx); i++) {
+      struct hetccl_dlane *tl = &tx->tx[i], *rl = &rx->rx[i];
+      CHECK(tl->W == m->W[i] && rl->W == m->W[i], "%d->%d lane %d: %llu bytes (sender) / %llu (receiver), the design "
+            "says %llu", from, 1 - from, i, (unsigned long long)tl->W, (unsigned long long)rl->W,
+            (unsigned long long)m->W[i]);
+      CHECK(i == 0 || (tl->data != rl->data && tl->produced != rl->produced),
+            "%d->%d lane %d: both sides map it at one address", from, 1 - from, i);
+      CHECK(tl->end == m->end[i] && rl->end == m->end[i], "%d->%d lane %d: virtual ends %llu (tx), %llu (rx), "
+            "the design says %llu", from, 1 - from, i, (unsigned long long)tl->end, (unsigned long long)rl->end,
+            (unsigned long long)m->end[i]);
+      uint32_t want = units(m->end[i]);
+      CHECK(load32(tl->produced) == want && load32(rl->produced) == want,
+            "%d->%d lane %d: produced %u (sender's view) / %u (receiver's view), expected %u", from, 1 - from, i,
+            load32(tl->produced), load32(rl->produced), want);
+      CHECK(load32(rl->consumed) == want && load32(tl->consumed) == want,
+            "%d->%d lane %d: consumed %u (receiver's view) / %u (sender's view), expected %u", from, 1 - from, i,
+            load32(rl->consumed), load32(tl->consumed), want);
+    }
   }
 }
 
 #define NMSG 64
 
 /* One round of NMSG messages each way; both directions' virtual ends advance in expect[]. */
-static void traffic_round(struct wpair *p, hetcclStream_t *ss, hetcclStream_t *rs, uint64_t expect[2]) {
+static void traffic_round(struct wpair *p, hetcclStream_t *ss, hetcclStream_t *rs, struct model expect[2]) {
   static struct msg M[2][NMSG];
   size_t n[2][NMSG];
   for (int from = 0; from < 2; from++) {
@@ -378,7 +437,7 @@ static void traffic_round(struct wpair *p, hetcclStream_t *ss, hetcclStream_t *r
   for (int i = 0; i < NMSG; i++)
     for (int from = 0; from < 2; from++) {
       msg_post(p, from, &M[from][i], ss[from], rs[1 - from]);
-      expect[from] = model_end(expect[from], M[from][i].n);
+      model_post(&expect[from], M[from][i].n);
     }
   for (int s = 0; s < 2; s++)
     CHECK(fs_sync_within(ss[s], WAIT_MS) && fs_sync_within(rs[s], WAIT_MS), "side %d's streams did not finish", s);
@@ -387,29 +446,40 @@ static void traffic_round(struct wpair *p, hetcclStream_t *ss, hetcclStream_t *r
   check_counters(p, expect);
 }
 
-static void case_traffic(void) {
+/* max: the windows' largest lane (WIN: every transfer in lane 0). */
+static void traffic_case(size_t max) {
   struct wpair p;
   hetcclStream_t ss[2] = {stream_new(0), stream_new(1)}, rs[2] = {stream_new(0), stream_new(1)};
-  uint64_t expect[2] = {0, 0};
-  if (!wpair_open(&p)) goto out;
+  struct model expect[2];
+  model_init(&expect[0], max);
+  model_init(&expect[1], max);
+  g_window_max = max;
+  int ok = wpair_open(&p);
+  g_window_max = WIN;
+  if (!ok) goto out;
   traffic_round(&p, ss, rs, expect);
   /* Again from just before the counters' 32-bit wrap: positions are virtual
    * (64-bit) but counters truncate, so waits must compare with wrap. Both
-   * ends agree that everything up to X crossed, as if 1 TiB had. */
+   * ends agree that everything up to X crossed every lane so far, as if
+   * 1 TiB had. */
   uint64_t X = ((uint64_t)1 << 32) * UNIT - 3 * WIN;
-  for (int from = 0; from < 2; from++) {
-    p.w[from].tx_end = p.w[1 - from].rx_end = expect[from] = X;
-    atomic_store(p.w[from].w.tx_produced, units(X));
-    atomic_store(p.w[from].w.tx_consumed, units(X));
-  }
+  for (int from = 0; from < 2; from++)
+    for (int i = 0; i < expect[from].n && i < atomic_load(&p.w[from].ntx); i++) {
+      p.w[from].tx[i].end = p.w[1 - from].rx[i].end = expect[from].end[i] = X;
+      atomic_store(p.w[from].tx[i].produced, units(X));
+      atomic_store(p.w[from].tx[i].consumed, units(X));
+    }
   traffic_round(&p, ss, rs, expect);
-  CHECK(expect[0] > ((uint64_t)1 << 32) * UNIT && expect[1] > ((uint64_t)1 << 32) * UNIT,
+  CHECK(expect[0].end[0] > ((uint64_t)1 << 32) * UNIT && expect[1].end[0] > ((uint64_t)1 << 32) * UNIT,
         "the second round did not cross the wrap");
+  CHECK(max == WIN || (expect[0].n > 1 && expect[1].n > 1), "no lane grew with transfers up to 1 MiB");
 out:
   streams_done(ss, 2);
   streams_done(rs, 2);
   wpair_close(&p);
 }
+static void case_traffic(void) { traffic_case(WIN); }
+static void case_traffic_lanes(void) { traffic_case(LANES_MAX); }
 
 /* ---- case: flow control ---- */
 
@@ -467,7 +537,12 @@ static void case_flow(void) {
   CHECK(fs_sync_within(s0, WAIT_MS) && fs_sync_within(r1, WAIT_MS), "the transfer did not finish once released");
   CHECK(memcmp(dst[0], src[0], n) == 0 && canary_ok(dst[0], n), "plain data differ after the stall");
   CHECK(memcmp(dst[1], want, n) == 0 && canary_ok(dst[1], n), "reduced data differ after the stall");
-  check_counters(&p, (uint64_t[2]){model_end(model_end(0, n), n), 0});
+  struct model expect[2];
+  model_init(&expect[0], WIN);
+  model_init(&expect[1], WIN);
+  model_post(&expect[0], n);
+  model_post(&expect[0], n);
+  check_counters(&p, expect);
 out:
   gate_open(&g); /* a failed check may have left the receiver held */
   streams_done((hetcclStream_t[2]){s0, r1}, 2);
@@ -499,26 +574,26 @@ static void case_release(void) {
   hetccl_dwin_release(&P.w[1]);
   CHECK(fs_sync_within(r1, 2000), "the receive still blocks 2 s after release");
   CHECK(ms_since(t0) < 2000, "release took %lld ms to unblock the receive", ms_since(t0));
-  CHECK((int32_t)(load32(P.w[1].w.rx_produced) - units(P.w[1].rx_end)) >= 0,
-        "after release, produced %u is before the receive's end %u", load32(P.w[1].w.rx_produced),
-        units(P.w[1].rx_end));
-  CHECK(load32(P.w[1].w.rx_consumed) == units(P.w[1].rx_end), "the released receive wrote consumed %u, expected %u",
-        load32(P.w[1].w.rx_consumed), units(P.w[1].rx_end));
+  CHECK((int32_t)(load32(P.w[1].rx[0].produced) - units(P.w[1].rx[0].end)) >= 0,
+        "after release, produced %u is before the receive's end %u", load32(P.w[1].rx[0].produced),
+        units(P.w[1].rx[0].end));
+  CHECK(load32(P.w[1].rx[0].consumed) == units(P.w[1].rx[0].end), "the released receive wrote consumed %u, expected %u",
+        load32(P.w[1].rx[0].consumed), units(P.w[1].rx[0].end));
 
   /* The send fills the window and waits for room the absent receiver never makes. */
   CHECK(hetccl_dwin_send(&Q.w[0], src, sn, s0) == hetcclSuccess, "dwin_send");
   uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
-  while (load32(Q.w[0].w.tx_produced) < WIN / UNIT && !hetccl_expired(deadline)) fs_nap_us(200);
-  CHECK(!fs_sync_within(s0, 50) && load32(Q.w[0].w.tx_produced) == WIN / UNIT,
-        "a send of 3 windows with no receiver: produced %u, expected it to stall at %u", load32(Q.w[0].w.tx_produced),
+  while (load32(Q.w[0].tx[0].produced) < WIN / UNIT && !hetccl_expired(deadline)) fs_nap_us(200);
+  CHECK(!fs_sync_within(s0, 50) && load32(Q.w[0].tx[0].produced) == WIN / UNIT,
+        "a send of 3 windows with no receiver: produced %u, expected it to stall at %u", load32(Q.w[0].tx[0].produced),
         WIN / UNIT);
   t0 = hetccl_now_ns();
   hetccl_dwin_release(&Q.w[0]);
   CHECK(fs_sync_within(s0, 2000), "the send still blocks 2 s after release");
   CHECK(ms_since(t0) < 2000, "release took %lld ms to unblock the send", ms_since(t0));
-  CHECK(load32(Q.w[0].w.tx_produced) == units(Q.w[0].tx_end) && Q.w[0].tx_end == model_end(0, sn),
-        "the released send ended at %u (virtual %llu), expected %u", load32(Q.w[0].w.tx_produced),
-        (unsigned long long)Q.w[0].tx_end, units(model_end(0, sn)));
+  CHECK(load32(Q.w[0].tx[0].produced) == units(Q.w[0].tx[0].end) && Q.w[0].tx[0].end == model_end(0, sn),
+        "the released send ended at %u (virtual %llu), expected %u", load32(Q.w[0].tx[0].produced),
+        (unsigned long long)Q.w[0].tx[0].end, units(model_end(0, sn)));
 
   struct hetccl_dwin none;
   memset(&none, 0, sizeof none);
@@ -529,6 +604,138 @@ out:
   dfree(0, src);
   wpair_close(&P);
   wpair_close(&Q);
+}
+
+/* ---- case: grown lanes ---- */
+
+static int shm_name_exists(const char *name) {
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm%s", name);
+  return access(path, F_OK) == 0;
+}
+
+/* A transfer through the largest lane with the receiver held: the lane is
+ * made by both ends, its name is gone once both mapped it, its sender stalls
+ * at one lane of data while lane 0 stays untouched, and a reduction landed
+ * in dst comes out right. A smaller transfer above the window then takes
+ * that lane. */
+static void lanes_flow(void) {
+  struct wpair p;
+  struct gate g = {0};
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  const size_t n = 3 * LANES_MAX + 4096, m = 2 * WIN + 1;
+  char *src = dbuf(0, n), *dst = dbuf(1, n), *a = dbuf(1, n), *want = hbuf(n), *dst2 = dbuf(1, m);
+  hetccl_redop sum = redop(HETCCL_COMBINE_SUM);
+  struct model expect[2];
+  model_init(&expect[0], LANES_MAX);
+  model_init(&expect[1], LANES_MAX);
+  fill(src, n, hetcclFloat32, 1);
+  fill(a, n, hetcclFloat32, 1);
+  hetccl_host_reduce(want, a, 0, src, n / 4, hetcclFloat32, &sum);
+  g_window_max = LANES_MAX;
+  int ok = wpair_open(&p);
+  g_window_max = WIN;
+  if (!ok) goto out;
+  gate_new(&g, 1);
+  if (!g.h) goto out;
+  gate_hold(&g, r1);
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, a, n, hetcclFloat32, &sum, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(hetccl_dwin_send(&p.w[0], src, n, s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+  model_post(&expect[0], n);
+  struct hetccl_dlane *tl = &p.w[0].tx[1];
+  CHECK(atomic_load(&p.w[0].ntx) == 2 && atomic_load(&p.w[1].nrx) == 2 && tl->W == LANES_MAX,
+        "lanes: %d (sender), %d (receiver), of %llu bytes; expected one grown lane of %zu", atomic_load(&p.w[0].ntx),
+        atomic_load(&p.w[1].nrx), (unsigned long long)tl->W, LANES_MAX);
+  if (atomic_load(&p.w[0].ntx) != 2) goto out;
+  CHECK(!shm_name_exists(tl->seg.name), "%s is still in /dev/shm after both ends mapped it", tl->seg.name);
+  uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
+  while (load32(tl->produced) < LANES_MAX / UNIT && !hetccl_expired(deadline)) fs_nap_us(200);
+  int held = 1;
+  for (uint64_t until = hetccl_deadline_ms(100); !hetccl_expired(until) && held; fs_nap_us(500))
+    held = load32(tl->produced) == LANES_MAX / UNIT;
+  CHECK(held, "with the receiver held, the lane's produced is %u, expected %zu", load32(tl->produced),
+        LANES_MAX / UNIT);
+  CHECK(load32(p.w[0].tx[0].produced) == 0, "lane 0 carried part of a transfer larger than it");
+  gate_open(&g);
+  CHECK(hetccl_dwin_recv(&p.w[1], dst2, NULL, m, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv");
+  CHECK(hetccl_dwin_send(&p.w[0], src, m, s0) == hetcclSuccess, "dwin_send");
+  model_post(&expect[0], m);
+  CHECK(fs_sync_within(s0, WAIT_MS) && fs_sync_within(r1, WAIT_MS), "the lane transfers did not finish");
+  CHECK(memcmp(dst, want, n) == 0 && canary_ok(dst, n), "the reduction through the lane differs");
+  CHECK(memcmp(dst2, src, m) == 0 && canary_ok(dst2, m), "the second transfer through the lane differs");
+  check_counters(&p, expect);
+out:
+  gate_open(&g);
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  gate_free(&g);
+  dfree(0, src), dfree(1, dst), dfree(1, a), dfree(1, dst2);
+  free(want);
+  wpair_close(&p);
+}
+
+/* Growth stops at HETCCL_DWIN_LANES lanes: transfers of 2^k windows + 1
+ * each need a new one until then, after which the largest takes them. */
+static void lanes_limit(void) {
+  struct wpair p;
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  const size_t max = (size_t)WIN << HETCCL_DWIN_LANES;
+  struct model expect[2];
+  model_init(&expect[0], max);
+  model_init(&expect[1], max);
+  g_window_max = max;
+  int ok = wpair_open(&p);
+  g_window_max = WIN;
+  if (!ok) goto out;
+  for (int k = 1; k <= HETCCL_DWIN_LANES; k++) {
+    size_t n = ((size_t)WIN << k) + 1;
+    char *src = dbuf(0, n), *dst = dbuf(1, n);
+    fill(src, n, hetcclUint8, 0);
+    CHECK(hetccl_dwin_send(&p.w[0], src, n, s0) == hetcclSuccess, "dwin_send of %zu: %s", n, hetccl_last_error());
+    CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, n, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv of %zu", n);
+    model_post(&expect[0], n);
+    CHECK(fs_sync_within(s0, WAIT_MS) && fs_sync_within(r1, WAIT_MS), "a transfer of %zu bytes did not finish", n);
+    CHECK(memcmp(dst, src, n) == 0 && canary_ok(dst, n), "a transfer of %zu bytes differs", n);
+    dfree(0, src), dfree(1, dst);
+  }
+  CHECK(expect[0].n == HETCCL_DWIN_LANES, "the model made %d lanes", expect[0].n);
+  check_counters(&p, expect);
+out:
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  wpair_close(&p);
+}
+
+/* A receive in a lane only this side made, whose data never comes: release
+ * unblocks it, and closing removes the lane's name the peer never took. */
+static void lanes_release(void) {
+  struct wpair p;
+  hetcclStream_t r0 = stream_new(0);
+  const size_t n = 5 * WIN;
+  char *dst = dbuf(0, n), name[64] = "";
+  g_window_max = LANES_MAX;
+  int ok = wpair_open(&p);
+  g_window_max = WIN;
+  if (!ok) goto out;
+  CHECK(hetccl_dwin_recv(&p.w[0], dst, NULL, n, hetcclUint8, NULL, r0) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(atomic_load(&p.w[0].nrx) == 2, "the receive made %d lanes", atomic_load(&p.w[0].nrx));
+  if (atomic_load(&p.w[0].nrx) != 2) goto out;
+  snprintf(name, sizeof name, "%s", p.w[0].rx[1].seg.name);
+  CHECK(shm_name_exists(name), "%s is gone while the peer has not mapped it", name);
+  CHECK(!fs_sync_within(r0, 50), "a receive of data never sent finished");
+  hetccl_dwin_release(&p.w[0]);
+  CHECK(fs_sync_within(r0, 2000), "the receive in a grown lane still blocks 2 s after release");
+out:
+  streams_done(&r0, 1);
+  dfree(0, dst);
+  wpair_close(&p);
+  CHECK(!name[0] || !shm_name_exists(name), "%s is left in /dev/shm after close", name);
+}
+
+static void case_lanes(void) {
+  lanes_flow();
+  lanes_limit();
+  lanes_release();
 }
 
 /* ---- case: links without a window ---- */
@@ -543,7 +750,7 @@ static void case_no_window(void) {
     CHECK(!hetccl_link_window(m.l[s][1 - s], &lw), "side %d: a link asked for no window has one", s);
     memset(&w, 0x5a, sizeof w);
     CHECK(hetccl_dwin_open(&fs_ops, s, m.l[s][1 - s], &w) == hetcclSuccess, "dwin_open: %s", hetccl_last_error());
-    CHECK(!w.present && w.dev_base == NULL && w.tx_end == 0 && w.rx_end == 0,
+    CHECK(!w.present && w.dev_base == NULL && w.tx[0].end == 0 && w.rx[0].end == 0 && w.ntx == 0 && w.nrx == 0,
           "side %d: a link without a window opened one", s);
     hetccl_dwin_close(&w);
     hetccl_dwin_release(&w);
@@ -682,7 +889,7 @@ static int xranks_create(struct xrank *R, int n, struct mesh *mh, int *allocs_be
 /* Rounds of growing and shrinking sizes on alternating user streams, all
  * enqueued before any is waited for; then normal destroys that must free
  * and unregister everything. whole8: every transfer a multiple of 8 bytes. */
-static void exec_case(int n, const unsigned char win[MAXR][MAXR], int whole8) {
+static void exec_case(int n, const unsigned char win[MAXR][MAXR], int whole8, size_t max) {
   static const struct xround rounds[] = {
       {1000, 100, 0},        {100000, 0, 1},      {0, 70000, 2},          {300001, 1, 3},
       {(1u << 18) + 3, 4096, 4}, {5, (1u << 20) + 64, 0}, {50000, 33333, 1}, {131072, 65536, 2}};
@@ -703,7 +910,10 @@ static void exec_case(int n, const unsigned char win[MAXR][MAXR], int whole8) {
       if (p != r) all_win &= win[r][p], no_win &= !win[r][p];
   }
   for (int i = 0; i <= FS_MEM_REGISTERED; i++) waits_before[i] = atomic_load(&fs_value_waits[i]);
-  if (!mesh_open(&mh, n, win) || !xranks_create(X, n, &mh, allocs_before)) goto out;
+  g_window_max = max;
+  int opened = mesh_open(&mh, n, win);
+  g_window_max = WIN;
+  if (!opened || !xranks_create(X, n, &mh, allocs_before)) goto out;
   int windows[MAXR] = {0};
   for (int r = 0; r < n; r++) {
     for (int p = 0; p < n; p++) windows[r] += win[r][p];
@@ -720,9 +930,12 @@ static void exec_case(int n, const unsigned char win[MAXR][MAXR], int whole8) {
   for (int r = 0; r < n; r++)
     for (int i = 0; i < 2; i++) CHECK(fs_sync_within(X[r].us[i], WAIT_MS), "rank %d: user stream %d hangs", r, i);
   for (int k = 0; k < NROUNDS; k++) xround_check(R[k], n, &rd[k], k);
-  for (int r = 0; r < n; r++) /* every window carried data: each is mapped, once */
-    CHECK(atomic_load(&fs_dev[r].registered) == reg_before[r] + windows[r], "rank %d mapped %d windows, has %d", r,
-          atomic_load(&fs_dev[r].registered) - reg_before[r], windows[r]);
+  for (int r = 0; r < n; r++) { /* every window carried data: each is mapped, once, and grown lanes beside */
+    int mapped = atomic_load(&fs_dev[r].registered) - reg_before[r];
+    CHECK(max == WIN || !windows[r] ? mapped == windows[r] : mapped > windows[r],
+          "rank %d mapped %d windows and lanes, has %d windows%s",
+          r, mapped, windows[r], max == WIN ? "" : " that grow");
+  }
   /* Window transfers wait only on window counters, never on an engine's flag; staged ones the reverse. */
   int pinned = atomic_load(&fs_value_waits[FS_MEM_PINNED]) - waits_before[FS_MEM_PINNED],
       registered = atomic_load(&fs_value_waits[FS_MEM_REGISTERED]) - waits_before[FS_MEM_REGISTERED];
@@ -757,11 +970,12 @@ out:
   memset(R, 0, sizeof R);
 }
 
-static void case_exec_window(void) { exec_case(2, WIN_PAIR, 0); }
-static void case_exec_staged(void) { exec_case(2, NO_WIN, 0); }
+static void case_exec_window(void) { exec_case(2, WIN_PAIR, 0, WIN); }
+static void case_exec_lanes(void) { exec_case(2, WIN_PAIR, 0, LANES_MAX); }
+static void case_exec_staged(void) { exec_case(2, NO_WIN, 0, WIN); }
 /* Rank 2 receives from two peers in one phase; sizes of whole elements, as
  * plans' phases have (case_exec_align covers odd ones). */
-static void case_exec_mixed(void) { exec_case(3, WIN_PAIR, 1); }
+static void case_exec_mixed(void) { exec_case(3, WIN_PAIR, 1, LANES_MAX); }
 
 /* Staged receives land one after another in the receive staging: a
  * reduction after a plain receive of 3 bytes must still read aligned
@@ -1000,10 +1214,13 @@ int main(int argc, char **argv) {
   } cases[] = {
       {"fake device: wrap, EQ, events by generation", case_fake},
       {"window traffic both ways, all sizes, then across the wrap", case_traffic},
+      {"the same with windows that grow lanes", case_traffic_lanes},
+      {"lanes: flow, reuse, the limit, release, names removed", case_lanes},
       {"flow control: sender stalls at one window", case_flow},
       {"release unblocks a lost receive and a stuck send", case_release},
       {"links without a window open none", case_no_window},
       {"executors, 2 ranks, window", case_exec_window},
+      {"executors, 2 ranks, window with lanes", case_exec_lanes},
       {"executors, 2 ranks, no window (engine-staged)", case_exec_staged},
       {"executors, 3 ranks, window and staged links", case_exec_mixed},
       {"executor: fork, join, and phases on two streams in order", case_exec_order},
