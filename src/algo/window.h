@@ -39,6 +39,9 @@
 #include "transport/transport.h"
 
 #define HETCCL_DWIN_LANES 8 /* per direction: lane 0 and up to 7 grown ones */
+#ifndef HETCCL_DWIN_LANE_CHUNKS
+#define HETCCL_DWIN_LANE_CHUNKS 8 /* chunks of a transfer through a grown lane (window.c says why) */
+#endif
 
 /* One direction's ring, as this side uses it. */
 struct hetccl_dlane {
@@ -94,8 +97,8 @@ hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win);
 
 /* The lane size a transfer of `bytes` needs beyond lane 0 of `lane0`
  * bytes (0: lane 0 takes it), and the chunk of a transfer in a lane of W
- * bytes; both ends compute them alike. */
+ * bytes (grown: not lane 0); both ends compute them alike. */
 size_t hetccl_dwin_lane_bytes(size_t lane0, size_t grow_max, size_t bytes);
-size_t hetccl_dwin_chunk(size_t W, size_t bytes);
+size_t hetccl_dwin_chunk(size_t W, int grown, size_t bytes);
 
 #endif

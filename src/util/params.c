@@ -27,7 +27,7 @@ static void params_init(void) {
   /* Whole MiB, so window chunks stay aligned for every element size. */
   g_params.shm_window_bytes = positive_size("HETCCL_SHM_WINDOW_BYTES", 64 << 20, 0) & ~(((size_t)1 << 20) - 1);
   /* Lanes grow by powers of two from twice the window: whole MiB too. */
-  g_params.shm_window_max = positive_size("HETCCL_SHM_WINDOW_MAX", 1 << 30, 0) & ~(((size_t)1 << 20) - 1);
+  g_params.shm_window_max = positive_size("HETCCL_SHM_WINDOW_MAX", 256 << 20, 0) & ~(((size_t)1 << 20) - 1);
   if (g_params.shm_window_max < g_params.shm_window_bytes) g_params.shm_window_max = g_params.shm_window_bytes;
   g_params.shm_window_kernel_read = strcmp(hetccl_env_str("HETCCL_SHM_WINDOW_READ", "copy"), "kernel") == 0;
   g_params.small_bytes = positive_size("HETCCL_SMALL_BYTES", 64 << 10, 0);

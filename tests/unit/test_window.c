@@ -164,8 +164,10 @@ static const struct {
 /* ---- the design's model of lanes and positions (window.h): both ends compute them from sizes alone ---- */
 
 /* The virtual end after a transfer of `bytes` that follows `end` in a lane of W bytes. */
-static uint64_t model_end_in(uint64_t W, uint64_t end, size_t bytes) {
+static uint64_t model_end_in(uint64_t W, int grown, uint64_t end, size_t bytes) {
   size_t chunk = hetccl_link_chunk(bytes);
+  if (grown) /* HETCCL_DWIN_LANE_CHUNKS chunks of whole MiB */
+    chunk = ((bytes + HETCCL_DWIN_LANE_CHUNKS - 1) / HETCCL_DWIN_LANE_CHUNKS + (1u << 20) - 1) >> 20 << 20;
   if (chunk > W / 2) chunk = W / 2;
   for (size_t off = 0; off < bytes; off += chunk) {
     uint64_t n = round_up(hetccl_chunk_len(bytes, off, chunk), UNIT), v = round_up(end, UNIT);
@@ -174,7 +176,7 @@ static uint64_t model_end_in(uint64_t W, uint64_t end, size_t bytes) {
   }
   return end;
 }
-static uint64_t model_end(uint64_t end, size_t bytes) { return model_end_in(WIN, end, bytes); }
+static uint64_t model_end(uint64_t end, size_t bytes) { return model_end_in(WIN, 0, end, bytes); }
 
 /* One direction's lanes. */
 struct model {
@@ -206,7 +208,7 @@ static void model_post(struct model *m, size_t bytes) {
       m->W[i] = want;
     }
   }
-  m->end[i] = model_end_in(m->W[i], m->end[i], bytes);
+  m->end[i] = model_end_in(m->W[i], i > 0, m->end[i], bytes);
 }
 
 static uint32_t units(uint64_t virt) { return (uint32_t)(virt / UNIT); }
