@@ -310,6 +310,18 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
   return hetcclSuccess;
 }
 
+hetcclResult_t hetccl_dexec_check_stream(struct hetccl_dexec *d, hetcclStream_t stream) {
+  int capturing = 0;
+  if (!d->dev->stream_capturing) return hetcclSuccess;
+  HETCCL_TRY(d->dev->stream_capturing(stream, &capturing));
+  if (!capturing) return hetcclSuccess;
+  return hetccl_error(hetcclInvalidUsage,
+                      "a cross-domain operation on a stream that is being captured into a graph: HetCCL cannot "
+                      "capture work across domains (each call's window counters and engine jobs are its own, so a "
+                      "replay could not repeat them); issue it outside the capture (a one-domain communicator "
+                      "passes capture through to the vendor library)");
+}
+
 hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d) { return hetccl_progress_drain(d->engine); }
 
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {

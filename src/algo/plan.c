@@ -203,7 +203,8 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
   /* Stream work needs the rank's context, also on a group's worker thread. */
   const struct hetccl_device_ops *dev = hetccl_dexec_dev(st->dexec);
   HETCCL_TRY(dev->ctx_push(t->device));
-  hetcclResult_t rc = plan_run_domains(st, ops, n);
+  hetcclResult_t rc = hetccl_dexec_check_stream(st->dexec, ops[0].stream);
+  if (rc == hetcclSuccess) rc = plan_run_domains(st, ops, n);
   hetcclResult_t pop = dev->ctx_pop();
   return rc != hetcclSuccess ? rc : pop;
 }

@@ -98,6 +98,9 @@ struct hetccl_device_ops {
   /* Optional: n (at most HETCCL_MEMOPS_MAX) waits and writes as above,
    * enqueued in order with one driver call. NULL: use hetccl_memops32(). */
   hetcclResult_t (*stream_memops32)(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n);
+  /* Optional: *capturing = 1 when `stream` is being captured into a graph
+   * (CUDA graphs, HIP graphs), so work enqueued on it would not run now. */
+  hetcclResult_t (*stream_capturing)(hetcclStream_t stream, int *capturing);
 
   /*
    * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of

@@ -41,6 +41,7 @@
  *        --ops sum --counts 268435456
  * Prints "N passed, M failed"; exit status 1 on any failure.
  */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -543,6 +544,61 @@ static void run_two_streams(struct mcase *c, uint64_t seed) {
   end_case(c);
 }
 
+/* A cross-domain call on a stream being captured into a CUDA graph is
+ * refused with hetcclInvalidUsage, nothing of it is captured or run, and
+ * the communicator then computes an AllReduce right. The capture is made
+ * with the driver API directly (libcuda.so.1), as an application would. */
+typedef int (*cu_begin_capture_fn)(void *stream, int mode);
+typedef int (*cu_end_capture_fn)(void *stream, void **graph);
+typedef int (*cu_graph_destroy_fn)(void *graph);
+#define CU_CAPTURE_MODE_RELAXED 2
+
+static void run_capture(struct mcase *c, uint64_t seed) {
+  begin_case(c, HT_COLL_ALLREDUCE, -1, 1);
+  c->t = hetcclFloat32;
+  c->es = sizeof(float);
+  c->count = 1024;
+  float *buf = dbuf_alloc(c, 0, c->count * c->es, seed, 0);
+  for (size_t i = 0; i < c->count; i++) buf[i] = (float)(c->rank + 1) * (float)(i % 5);
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  cu_begin_capture_fn begin = lib ? (cu_begin_capture_fn)dlsym(lib, "cuStreamBeginCapture_v2") : NULL;
+  cu_end_capture_fn end = lib ? (cu_end_capture_fn)dlsym(lib, "cuStreamEndCapture") : NULL;
+  cu_graph_destroy_fn destroy = lib ? (cu_graph_destroy_fn)dlsym(lib, "cuGraphDestroy") : NULL;
+  if (!begin || !end || !destroy) {
+    ht_note(&c->problem, "libcuda.so.1 with cuStreamBeginCapture_v2, cuStreamEndCapture, cuGraphDestroy: not found");
+  } else if (upload(c)) {
+    float *d = dev_of(c, buf);
+    int r = begin(c->stream, CU_CAPTURE_MODE_RELAXED);
+    if (r != 0) {
+      ht_note(&c->problem, "cuStreamBeginCapture_v2 returned %d", r);
+    } else {
+      hetcclResult_t rc = hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream);
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", hetcclGetLastError(c->comm));
+      void *graph = NULL;
+      r = end(c->stream, &graph);
+      if (r != 0) ht_note(&c->problem, "cuStreamEndCapture returned %d after the refused call", r);
+      if (graph) destroy(graph);
+      if (rc != hetcclInvalidUsage)
+        ht_note(&c->problem, "a cross-domain AllReduce under capture returned %d, want hetcclInvalidUsage", (int)rc);
+      else if (!strstr(msg, "captured into a graph"))
+        ht_note(&c->problem, "the refusal under capture does not say why: %s", msg);
+    }
+    /* Nothing of the refused call ran: one AllReduce now sums the inputs once. */
+    if (!c->problem.text[0] &&
+        note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) &&
+        complete(c, c->stream)) {
+      float want_scale = (float)(c->n * (c->n + 1) / 2);
+      for (size_t i = 0; i < c->count && !c->problem.text[0]; i++)
+        if (buf[i] != want_scale * (float)(i % 5))
+          ht_note(&c->problem, "AllReduce after the refused capture: element %zu is %g, want %g", i, buf[i],
+                  want_scale * (float)(i % 5));
+    }
+  }
+  if (lib) dlclose(lib);
+  end_case(c);
+}
+
 /* ---- Jobs ---- */
 
 /* The rank's device kind, GPU and stream, as its layout entry says. Every
@@ -666,8 +722,10 @@ static int job_rank(ht_ctx *ctx, void *arg) {
   struct mcase c;
   if (rank_setup(ctx, o, &c)) return 1;
   if (make_comm(&c)) return 1;
-  if (o->job == JOB_STREAMS)
+  if (o->job == JOB_STREAMS) {
     run_two_streams(&c, 0x5eed0001u + (uint64_t)ctx->next_case);
+    run_capture(&c, 0x5eed0002u + (uint64_t)ctx->next_case);
+  }
   else
     for_each_type_count(&c, o, o->job == JOB_MATRIX ? run_count : run_inplace_alltoall);
   destroy_comm(&c);

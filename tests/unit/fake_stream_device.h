@@ -91,6 +91,7 @@ struct fs_stream {
   struct fs_op *head, *tail; /* the head stays queued while it runs: empty means idle */
   uint64_t queued, ran;
   int stop;
+  atomic_int capturing;      /* set by the test (fs_set_capturing): stream_capturing reports it */
   uint64_t rng;
 };
 
@@ -618,6 +619,13 @@ static inline hetcclResult_t fs_load_kernels(int device) {
   return hetcclSuccess;
 }
 
+/* A stream "being captured into a graph": the fake only reports it. */
+static FS_UNUSED void fs_set_capturing(hetcclStream_t s, int on) { atomic_store(&((struct fs_stream *)s)->capturing, on); }
+static hetcclResult_t fs_stream_capturing(hetcclStream_t s, int *capturing) {
+  *capturing = atomic_load(&((struct fs_stream *)s)->capturing);
+  return hetcclSuccess;
+}
+
 static const struct hetccl_device_ops fs_ops FS_UNUSED = {
     .version = HETCCL_DEVICE_OPS_VERSION, .kind = HETCCL_DEVICE_CUDA, .name = "fake-stream",
     .available = fs_available, .count = fs_count, .current = fs_current,
@@ -629,7 +637,8 @@ static const struct hetccl_device_ops fs_ops FS_UNUSED = {
     .event_destroy = fs_event_destroy, .copy_async = fs_copy_async, .zero_async = fs_zero_async,
     .host_alloc = fs_host_alloc, .host_free = fs_host_free, .host_register = fs_host_register,
     .host_unregister = fs_host_unregister, .can_wait_value = fs_can_wait_value,
-    .stream_wait_value32 = fs_wait_value32, .stream_write_value32 = fs_write_value32, .reduce = fs_reduce,
+    .stream_wait_value32 = fs_wait_value32, .stream_write_value32 = fs_write_value32,
+    .stream_capturing = fs_stream_capturing, .reduce = fs_reduce,
     .load_kernels = fs_load_kernels, .can_dmabuf = fs_can_dmabuf, .dmabuf_export = fs_dmabuf_export};
 
 #endif

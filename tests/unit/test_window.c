@@ -9,12 +9,16 @@
  * wrong data, a counter that differs from the design (window.h), or a hang.
  * Cases: the fake itself; sends and receives (plain and reducing) of many
  * sizes in both directions at once, then again across the counters' 32-bit
- * wrap; flow control with a receiver held back; hetccl_dwin_release after
+ * wrap, with lane 0 only and with windows that grow lanes; lanes (flow in
+ * a grown lane, reuse of the largest, the lane limit, release, names
+ * removed from /dev/shm); flow control with a receiver held back;
+ * hetccl_dwin_release after
  * an abort; links without a window; executors (hetccl_dexec_*) on two ranks
  * with a window, two ranks without one (engine-staged) and three ranks with
  * both kinds, many phases in flight on alternating user streams; the
  * executor's stream order (fork, join, a phase on another stream), each
- * step held by the test so it is observed rather than raced; a staged
+ * step held by the test so it is observed rather than raced, and a
+ * stream being captured into a graph refused; a staged
  * reduction after an odd-sized receive; a window peer that leaves (an
  * async error and released waits when this rank still waits for it, none
  * when it had produced everything); destroy(abort) of an executor with
@@ -1086,6 +1090,17 @@ static void case_exec_order(void) {
   gate_open(&g2);
   CHECK(fs_sync_within(X[0].us[0], WAIT_MS) && fs_sync_within(X[0].us[1], WAIT_MS), "the phases did not finish");
   CHECK(memcmp(r2[0], s2, m) == 0 && memcmp(r2[1], s2 + m, m) == 0, "follow: data differ");
+
+  /* capture: an operation's stream that is being captured into a graph is
+   * refused before anything is enqueued; other streams, and the same one
+   * after the capture, are not. */
+  fs_set_capturing(X[0].us[0], 1);
+  hetcclResult_t rc = hetccl_dexec_check_stream(X[0].d, X[0].us[0]);
+  CHECK(rc == hetcclInvalidUsage && strstr(hetccl_last_error(), "captured into a graph"),
+        "a capturing stream: check_stream gave %d (%s), want hetcclInvalidUsage", (int)rc, hetccl_last_error());
+  CHECK(hetccl_dexec_check_stream(X[0].d, X[0].us[1]) == hetcclSuccess, "a stream not capturing was refused");
+  fs_set_capturing(X[0].us[0], 0);
+  CHECK(hetccl_dexec_check_stream(X[0].d, X[0].us[0]) == hetcclSuccess, "the stream was refused after its capture");
 out:
   gate_open(&g0), gate_open(&g1), gate_open(&g2);
   for (int r = 0; r < 2; r++) {
@@ -1225,7 +1240,7 @@ int main(int argc, char **argv) {
       {"executors, 2 ranks, window with lanes", case_exec_lanes},
       {"executors, 2 ranks, no window (engine-staged)", case_exec_staged},
       {"executors, 3 ranks, window and staged links", case_exec_mixed},
-      {"executor: fork, join, and phases on two streams in order", case_exec_order},
+      {"executor: fork, join, phases on two streams in order, capture refused", case_exec_order},
       {"executor: staged reduction after an odd-sized receive", case_exec_align},
       {"executor: a window peer that leaves, with and without waits pending", case_exec_peer_gone},
       {"executor destroy(abort) with stuck transfers", case_exec_abort},

@@ -98,6 +98,7 @@ const struct hetccl_device_ops hetccl_device_cuda = {
     .stream_wait_value32 = hetccl_cuda_wait_value32,
     .stream_write_value32 = hetccl_cuda_write_value32,
     .stream_memops32 = hetccl_cuda_memops32,
+    .stream_capturing = hetccl_cuda_stream_capturing,
     .reduce = hetccl_cuda_reduce,
     .load_kernels = hetccl_cuda_load_kernels,
     .can_dmabuf = hetccl_cuda_can_dmabuf,

@@ -60,6 +60,7 @@ static const struct entry g_entries[] = {
     E(StreamWaitValue32, "cuStreamWaitValue32_v2"),
     E(StreamWriteValue32, "cuStreamWriteValue32_v2"),
     E(StreamBatchMemOp, "cuStreamBatchMemOp_v2"),
+    E(StreamIsCapturing, "cuStreamIsCapturing"),
     E(EventCreate, "cuEventCreate"),
     E(EventRecord, "cuEventRecord"),
     E(EventQuery, "cuEventQuery"),
@@ -75,7 +76,8 @@ static const struct entry g_entries[] = {
  * environments); the features behind them report unsupported. */
 static int optional_entry(const char *name) {
   return !strcmp(name, "cuMemGetHandleForAddressRange") || !strcmp(name, "cuStreamWaitValue32") ||
-         !strcmp(name, "cuStreamWriteValue32") || !strcmp(name, "cuStreamBatchMemOp");
+         !strcmp(name, "cuStreamWriteValue32") || !strcmp(name, "cuStreamBatchMemOp") ||
+         !strcmp(name, "cuStreamIsCapturing");
 }
 
 static struct hetccl_cu g_cu;

@@ -115,6 +115,7 @@ struct hetccl_cu {
   CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, uint32_t, unsigned);
   CUresult (*StreamWriteValue32)(CUstream, CUdeviceptr, uint32_t, unsigned);
   CUresult (*StreamBatchMemOp)(CUstream, unsigned, CUstreamBatchMemOpParams *, unsigned);
+  CUresult (*StreamIsCapturing)(CUstream, int *); /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventQuery)(CUevent);

@@ -31,6 +31,7 @@ hetcclResult_t hetccl_cuda_copy_async(void *dst, const void *src, size_t bytes, 
 hetcclResult_t hetccl_cuda_zero_async(void *dst, size_t bytes, hetcclStream_t stream);
 hetcclResult_t hetccl_cuda_load_kernels(int device);
 int hetccl_cuda_can_wait_value(int device);
+hetcclResult_t hetccl_cuda_stream_capturing(hetcclStream_t stream, int *capturing);
 hetcclResult_t hetccl_cuda_wait_value32(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond);
 hetcclResult_t hetccl_cuda_write_value32(hetcclStream_t stream, void *dev_addr, uint32_t value);
 hetcclResult_t hetccl_cuda_memops32(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n);

@@ -37,6 +37,19 @@ hetcclResult_t hetccl_cuda_stream_synchronize(hetcclStream_t stream) {
   return hetcclSuccess;
 }
 
+/* Capturing, or a capture invalidated by an error (still open until the
+ * application ends it): either way, work enqueued now would not run now. */
+hetcclResult_t hetccl_cuda_stream_capturing(hetcclStream_t stream, int *capturing) {
+  const struct hetccl_cu *cu;
+  int status = 0;
+  *capturing = 0;
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  if (!cu->StreamIsCapturing) return hetcclSuccess;
+  HETCCL_CU_TRY(cu, StreamIsCapturing((CUstream)stream, &status));
+  *capturing = status != 0;
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_cuda_stream_wait_event(hetcclStream_t stream, void *event) {
   const struct hetccl_cu *cu;
   HETCCL_TRY(hetccl_cu_get(&cu));
