@@ -509,6 +509,20 @@ static void run_sendrecv(struct mcase *c, uint64_t seed) {
  * hetcclInvalidUsage (docs/NCCL_COMPAT.md), by every GPU rank before it
  * enqueues anything, and the communicator then still works. Only for
  * layouts of GPU ranks alone: a host rank has no streams to refuse. */
+/* After a refused call on buf (rank r's element i is (r + 1) * (i % mod)):
+ * an AllReduce sums every rank's input exactly once. */
+static void allreduce_after_refusal(struct mcase *c, float *buf, unsigned mod, const char *what) {
+  float *d = dev_of(c, buf);
+  if (!note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) ||
+      !complete(c, c->stream))
+    return;
+  float want_scale = (float)(c->n * (c->n + 1) / 2);
+  for (size_t i = 0; i < c->count && !c->problem.text[0]; i++)
+    if (buf[i] != want_scale * (float)(i % mod))
+      ht_note(&c->problem, "AllReduce after %s: element %zu is %g, want %g", what, i, buf[i],
+              want_scale * (float)(i % mod));
+}
+
 static void run_two_streams(struct mcase *c, uint64_t seed) {
   begin_case(c, HT_COLL_ALLREDUCE, -1, 1);
   c->t = hetcclFloat32;
@@ -530,15 +544,7 @@ static void run_two_streams(struct mcase *c, uint64_t seed) {
     else if (!strstr(msg, "one stream per group"))
       ht_note(&c->problem, "a group on two streams across domains: the message does not say what to do: %s", msg);
     /* Nothing of the refused group ran: one AllReduce now sums the inputs once. */
-    if (!c->problem.text[0] &&
-        note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) &&
-        complete(c, c->stream)) {
-      float want_scale = (float)(c->n * (c->n + 1) / 2);
-      for (size_t i = 0; i < c->count && !c->problem.text[0]; i++)
-        if (buf[i] != want_scale * (float)(i % 7))
-          ht_note(&c->problem, "AllReduce after the refused group: element %zu is %g, want %g", i, buf[i],
-                  want_scale * (float)(i % 7));
-    }
+    if (!c->problem.text[0]) allreduce_after_refusal(c, buf, 7, "the refused group");
   }
   if (second) D->stream_destroy(second);
   end_case(c);
@@ -585,15 +591,7 @@ static void run_capture(struct mcase *c, uint64_t seed) {
         ht_note(&c->problem, "the refusal under capture does not say why: %s", msg);
     }
     /* Nothing of the refused call ran: one AllReduce now sums the inputs once. */
-    if (!c->problem.text[0] &&
-        note_rc(c, "hetcclAllReduce", hetcclAllReduce(d, d, c->count, hetcclFloat32, hetcclSum, c->comm, c->stream)) &&
-        complete(c, c->stream)) {
-      float want_scale = (float)(c->n * (c->n + 1) / 2);
-      for (size_t i = 0; i < c->count && !c->problem.text[0]; i++)
-        if (buf[i] != want_scale * (float)(i % 5))
-          ht_note(&c->problem, "AllReduce after the refused capture: element %zu is %g, want %g", i, buf[i],
-                  want_scale * (float)(i % 5));
-    }
+    if (!c->problem.text[0]) allreduce_after_refusal(c, buf, 5, "the refused capture");
   }
   if (lib) dlclose(lib);
   end_case(c);

@@ -251,6 +251,16 @@ static int wpair_open(struct wpair *p) {
   return 1;
 }
 
+/* A pair whose windows grow lanes up to `max`, and the model of both directions. */
+static int wpair_open_max(struct wpair *p, size_t max, struct model expect[2]) {
+  model_init(&expect[0], max);
+  model_init(&expect[1], max);
+  g_window_max = max;
+  int ok = wpair_open(p);
+  g_window_max = WIN;
+  return ok;
+}
+
 static void wpair_close(struct wpair *p) {
   CHECK(fs_all_idle_within(WAIT_MS), "streams still busy before the windows close");
   for (int s = 0; s < 2; s++) {
@@ -457,12 +467,7 @@ static void traffic_case(size_t max) {
   struct wpair p;
   hetcclStream_t ss[2] = {stream_new(0), stream_new(1)}, rs[2] = {stream_new(0), stream_new(1)};
   struct model expect[2];
-  model_init(&expect[0], max);
-  model_init(&expect[1], max);
-  g_window_max = max;
-  int ok = wpair_open(&p);
-  g_window_max = WIN;
-  if (!ok) goto out;
+  if (!wpair_open_max(&p, max, expect)) goto out;
   traffic_round(&p, ss, rs, expect);
   /* Again from just before the counters' 32-bit wrap: positions are virtual
    * (64-bit) but counters truncate, so waits must compare with wrap. Both
@@ -633,15 +638,10 @@ static void lanes_flow(void) {
   char *src = dbuf(0, n), *dst = dbuf(1, n), *a = dbuf(1, n), *want = hbuf(n), *dst2 = dbuf(1, m);
   hetccl_redop sum = redop(HETCCL_COMBINE_SUM);
   struct model expect[2];
-  model_init(&expect[0], LANES_MAX);
-  model_init(&expect[1], LANES_MAX);
   fill(src, n, hetcclFloat32, 1);
   fill(a, n, hetcclFloat32, 1);
   hetccl_host_reduce(want, a, 0, src, n / 4, hetcclFloat32, &sum);
-  g_window_max = LANES_MAX;
-  int ok = wpair_open(&p);
-  g_window_max = WIN;
-  if (!ok) goto out;
+  if (!wpair_open_max(&p, LANES_MAX, expect)) goto out;
   gate_new(&g, 1);
   if (!g.h) goto out;
   gate_hold(&g, r1);
@@ -687,12 +687,7 @@ static void lanes_limit(void) {
   hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
   const size_t max = (size_t)WIN << HETCCL_DWIN_LANES;
   struct model expect[2];
-  model_init(&expect[0], max);
-  model_init(&expect[1], max);
-  g_window_max = max;
-  int ok = wpair_open(&p);
-  g_window_max = WIN;
-  if (!ok) goto out;
+  if (!wpair_open_max(&p, max, expect)) goto out;
   for (int k = 1; k <= HETCCL_DWIN_LANES; k++) {
     size_t n = ((size_t)WIN << k) + 1;
     char *src = dbuf(0, n), *dst = dbuf(1, n);
@@ -718,10 +713,8 @@ static void lanes_release(void) {
   hetcclStream_t r0 = stream_new(0);
   const size_t n = 5 * WIN;
   char *dst = dbuf(0, n), name[64] = "";
-  g_window_max = LANES_MAX;
-  int ok = wpair_open(&p);
-  g_window_max = WIN;
-  if (!ok) goto out;
+  struct model unused[2];
+  if (!wpair_open_max(&p, LANES_MAX, unused)) goto out;
   CHECK(hetccl_dwin_recv(&p.w[0], dst, NULL, n, hetcclUint8, NULL, r0) == hetcclSuccess, "dwin_recv: %s",
         hetccl_last_error());
   CHECK(atomic_load(&p.w[0].nrx) == 2, "the receive made %d lanes", atomic_load(&p.w[0].nrx));
