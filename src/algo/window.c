@@ -45,13 +45,12 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
  * anything on the window, so even if the driver synchronized the device
  * here, no work of this window could be waiting for the peer. */
 static hetcclResult_t map(struct hetccl_dwin *win) {
-  if (win->dev_base) return hetcclSuccess;
+  if (win->tx[0].dev_reg) return hetcclSuccess;
   void *d = NULL;
   hetcclResult_t rc = win->dev->host_register(win->device, win->w.base, win->w.bytes, &d);
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "cannot map the %zu-byte device window to rank %d for device %d: %s", win->w.bytes,
                         win->link->peer, win->device, hetccl_last_error());
-  win->dev_base = d;
   win->tx[0].dev_reg = win->rx[0].dev_reg = d;
   return hetcclSuccess;
 }
@@ -70,8 +69,7 @@ void hetccl_dwin_close(struct hetccl_dwin *win) {
   int ntx = atomic_load(&win->ntx), nrx = atomic_load(&win->nrx);
   for (int i = 0; i < ntx; i++) lane_free(win, &win->tx[i]);
   for (int i = 0; i < nrx; i++) lane_free(win, &win->rx[i]);
-  if (win->dev_base) win->dev->host_unregister(win->w.base);
-  win->dev_base = NULL;
+  if (win->tx[0].dev_reg) win->dev->host_unregister(win->w.base);
   win->tx[0].dev_reg = win->rx[0].dev_reg = NULL;
   atomic_store(&win->ntx, 1);
   atomic_store(&win->nrx, 1);

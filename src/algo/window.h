@@ -49,7 +49,7 @@ struct hetccl_dlane {
   uint64_t W;             /* its bytes */
   _Atomic uint32_t *produced, *consumed;
   void *reg;              /* the registered host range the lane lies in, and its device address */
-  char *dev_reg;
+  char *dev_reg;          /* lane 0: NULL until the window is mapped (at first use) */
   uint64_t end;           /* virtual end of the last chunk sent / received (bytes) */
   _Atomic uint32_t need;  /* the counter value the last enqueued wait needs, for the watch */
   void *bounce;           /* receiving lanes: device memory of half the ring, for in-place reductions */
@@ -61,7 +61,6 @@ struct hetccl_dwin {
   struct hetccl_link_window w;
   hetccl_link *link;
   const struct hetccl_device_ops *dev;
-  char *dev_base;         /* device address of w.base once mapped (at first use) */
   int device;
   size_t grow_max;        /* largest lane (w.grow_max; a test may lower it) */
   struct hetccl_dlane tx[HETCCL_DWIN_LANES], rx[HETCCL_DWIN_LANES];

@@ -226,7 +226,7 @@ struct wpair {
 
 /* What a window has registered with its device: lane 0 (the link's window) and each grown lane. */
 static int dwin_mappings(const struct hetccl_dwin *w) {
-  int n = w->dev_base != NULL;
+  int n = w->tx[0].dev_reg != NULL;
   for (int i = 1; i < atomic_load(&w->ntx); i++) n += w->tx[i].dev_reg != NULL;
   for (int i = 1; i < atomic_load(&w->nrx); i++) n += w->rx[i].dev_reg != NULL;
   return n;
@@ -241,7 +241,7 @@ static int wpair_open(struct wpair *p) {
     CHECK(rc == hetcclSuccess && p->w[s].present, "dwin_open side %d: %s", s, hetccl_last_error());
     if (rc != hetcclSuccess || !p->w[s].present) return 0;
     /* Mapped at first use (window.h), so pairs that never talk pin nothing. */
-    CHECK(atomic_load(&fs_dev[s].registered) == before && !p->w[s].dev_base, "side %d: the window was mapped at open",
+    CHECK(atomic_load(&fs_dev[s].registered) == before && !p->w[s].tx[0].dev_reg, "side %d: the window was mapped at open",
           s);
     CHECK(p->w[s].w.data_bytes == WIN, "window of %zu bytes, asked for %u", p->w[s].w.data_bytes, WIN);
     CHECK(load32(p->w[s].w.tx_produced) == 0 && load32(p->w[s].w.tx_consumed) == 0, "counters start at 0");
@@ -267,7 +267,7 @@ static void wpair_close(struct wpair *p) {
     if (!p->w[s].present) continue;
     int before = atomic_load(&fs_dev[s].registered), mapped = dwin_mappings(&p->w[s]);
     hetccl_dwin_close(&p->w[s]);
-    CHECK(p->w[s].dev_base == NULL, "dwin_close left dev_base set");
+    CHECK(p->w[s].tx[0].dev_reg == NULL, "dwin_close left the window mapped");
     CHECK(atomic_load(&fs_dev[s].registered) == before - mapped, "side %d: %d of %d windows and lanes not unregistered",
           s, atomic_load(&fs_dev[s].registered) - (before - mapped), mapped);
   }
@@ -749,13 +749,13 @@ static void case_no_window(void) {
     CHECK(!hetccl_link_window(m.l[s][1 - s], &lw), "side %d: a link asked for no window has one", s);
     memset(&w, 0x5a, sizeof w);
     CHECK(hetccl_dwin_open(&fs_ops, s, m.l[s][1 - s], &w) == hetcclSuccess, "dwin_open: %s", hetccl_last_error());
-    CHECK(!w.present && w.dev_base == NULL && w.tx[0].end == 0 && w.rx[0].end == 0 && w.ntx == 0 && w.nrx == 0,
+    CHECK(!w.present && w.tx[0].dev_reg == NULL && w.tx[0].end == 0 && w.rx[0].end == 0 && w.ntx == 0 && w.nrx == 0,
           "side %d: a link without a window opened one", s);
     hetccl_dwin_close(&w);
     hetccl_dwin_release(&w);
   }
   memset(&w, 0x5a, sizeof w);
-  CHECK(hetccl_dwin_open(&fs_ops, 0, NULL, &w) == hetcclSuccess && !w.present && w.dev_base == NULL,
+  CHECK(hetccl_dwin_open(&fs_ops, 0, NULL, &w) == hetcclSuccess && !w.present && w.tx[0].dev_reg == NULL,
         "dwin_open of no link");
   CHECK(atomic_load(&fs_dev[0].registered) == before[0] && atomic_load(&fs_dev[1].registered) == before[1],
         "memory was registered for links without a window");
