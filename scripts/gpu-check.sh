@@ -20,7 +20,7 @@
 # sizes above it run ITERS_LARGE/WARMUP_LARGE iterations), ITERS (20),
 # WARMUP (5), ITERS_LARGE (10), WARMUP_LARGE (2), CHECK_MAX (256M: sizes up
 # to this are checked element by element), CUDA_ARCHS (90), BUILD (build-gpu),
-# EXTRA_CFLAGS (-Wno-error=maybe-uninitialized), SKIP_BUILD (1: reuse BUILD),
+# EXTRA_CFLAGS (none), SKIP_WARNINGS (1: no -O2/-O3 warnings build), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
 # SKIP_STAGED (1: no cross-domain run without device windows), XMIN (8) and
@@ -47,7 +47,7 @@ ITERS_LARGE=${ITERS_LARGE:-10}
 WARMUP_LARGE=${WARMUP_LARGE:-2}
 CHECK_MAX=${CHECK_MAX:-256M}
 CUDA_ARCHS=${CUDA_ARCHS:-90}
-EXTRA_CFLAGS=${EXTRA_CFLAGS:--Wno-error=maybe-uninitialized}
+EXTRA_CFLAGS=${EXTRA_CFLAGS:-}
 COLLS=${COLLS:-allreduce allgather reducescatter broadcast sendrecv}
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
@@ -81,7 +81,7 @@ targets="hetccl nccl_face hetccl-perf hetccl-info hetccl-pciebench test_cuda_dev
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   # shellcheck disable=SC2086
   {
-    cmake -S . -B "$BUILD" -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS="$CUDA_ARCHS" -DCMAKE_C_FLAGS="$EXTRA_CFLAGS" &&
+    cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS="$CUDA_ARCHS" -DCMAKE_C_FLAGS="$EXTRA_CFLAGS" &&
       cmake --build "$BUILD" -j16 --target $targets
   } >"$LOGS/build.log" 2>&1
   rc=$?
@@ -92,6 +92,16 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     exit 1
   fi
   say "build: ok ($(elapsed))"
+fi
+# This machine's gcc (13 on the lent H200s) is one CI lacks: the whole tree,
+# warnings as errors, at -O2 and -O3.
+if [ "${SKIP_WARNINGS:-0}" != 1 ]; then
+  if bash scripts/check-warnings.sh "$BUILD-warnings" gcc:-O2 gcc:-O3 >>"$LOGS/build.log" 2>&1; then
+    say "warnings: none under $(gcc -dumpfullversion 2>/dev/null || echo gcc) at -O2 and -O3 ($(elapsed))"
+  else
+    fail "warnings as errors under this machine's gcc; the end of $LOGS/build.log:"
+    tail -n 20 "$LOGS/build.log" | tee -a "$summary"
+  fi
 fi
 for t in hetccl-perf hetccl-info test_cuda_device test_nccl_vendor test_gpu_collectives; do
   [ -x "$bin/$t" ] || fail "$bin/$t was not built"

@@ -2,7 +2,8 @@
 # Installs, from Debian packages, whatever the build and tests need and this
 # machine lacks. Run as root (or with sudo available). Idempotent: installs
 # nothing when everything is present.
-#   --bench   also the benchmark references (Open MPI)
+#   --bench     also the benchmark references (Open MPI)
+#   --warnings  also clang, for scripts/check-warnings.sh
 set -euo pipefail
 
 need=()
@@ -20,6 +21,9 @@ for arg in "$@"; do
     --bench)
       have_cmd mpicc || need+=(libopenmpi-dev)
       have_cmd mpirun || need+=(openmpi-bin)
+      ;;
+    --warnings)
+      have_cmd clang || need+=(clang)
       ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac

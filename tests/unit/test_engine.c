@@ -489,8 +489,8 @@ static void case_alltoall_batch(struct child *c, hetccl_vcomm *vc, int nmsg, siz
     int j = (int)(splitmix(perm_seed + (uint64_t)i) % (uint64_t)(i + 1));
     int t = idx[i]; idx[i] = idx[j]; idx[j] = t;
   }
-  struct hetccl_op *sh = malloc(sizeof *sh * (size_t)nops);
-  int *shm = malloc(sizeof(int) * (size_t)nops);
+  struct hetccl_op *sh = calloc((size_t)nops, sizeof *sh);
+  int *shm = calloc((size_t)nops, sizeof *shm);
   for (int i = 0; i < nops; i++) { sh[i] = ops[idx[i]]; shm[i] = msg_of[idx[i]]; }
   restore_order(sh, nops, shm);
   hetcclResult_t rc = hetccl_vendor_builtin.run(vc, sh, nops);
