@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/check.h"
+#include "core/comm.h"
 #include "core/group.h"
 #include "core/lifecycle.h"
 #include "util/error.h"
@@ -15,11 +16,13 @@ HETCCL_API hetcclResult_t hetcclGetVersion(int *version) {
 
 HETCCL_API hetcclResult_t hetcclGetUniqueId(hetcclUniqueId *id) {
   if (!id) return hetccl_error(hetcclInvalidArgument, "hetcclGetUniqueId: uniqueId is NULL");
+  HETCCL_TRY(hetccl_settings_check());
   return hetccl_bootstrap_new_id(id);
 }
 
 HETCCL_API hetcclResult_t hetcclGetUniqueIdFromEnv(hetcclUniqueId *id, int *rank, int *nranks) {
   if (!id || !rank || !nranks) return hetccl_error(hetcclInvalidArgument, "hetcclGetUniqueIdFromEnv: NULL argument");
+  HETCCL_TRY(hetccl_settings_check());
   return hetccl_bootstrap_id_from_env(id, rank, nranks);
 }
 

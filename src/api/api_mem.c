@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "api/check.h"
+#include "core/comm.h"
 #include "device/device.h"
 #include "util/error.h"
 #include "util/params.h"
@@ -76,6 +77,7 @@ HETCCL_API hetcclResult_t hetcclCommDeregister(const hetcclComm_t comm, void *ha
 /* The device kind communicators of this process get (as at init):
  * HETCCL_DEVICE, else cuda where a CUDA device is usable, else host. */
 static hetcclResult_t alloc_kind(const struct hetccl_device_ops **out) {
+  HETCCL_TRY(hetccl_settings_check());
   const char *want = hetccl_params()->device_kind;
   int kind = HETCCL_DEVICE_HOST;
   if (want && want[0]) {

@@ -111,6 +111,10 @@ hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c);
 void hetccl_comm_free(struct hetccl_comm *c);
 
+/* Every setting accepted, component names included (core/settings_check.c):
+ * hetcclInvalidArgument naming the variable, its value and what is accepted. */
+hetcclResult_t hetccl_settings_check(void);
+
 /* Host identity (core/host_id.c). */
 uint64_t hetccl_host_hash(void);
 

@@ -36,6 +36,7 @@ static hetcclResult_t pick_device(struct hetccl_comm *c) {
 
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,
                                   int nonblocking) {
+  HETCCL_TRY(hetccl_settings_check());
   struct hetccl_comm *c = calloc(1, sizeof *c);
   if (!c) return hetccl_error(hetcclSystemError, "out of memory allocating a communicator");
   c->rank = rank;
@@ -84,7 +85,8 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->shm_slot_bytes = (int64_t)p->shm_slot_bytes;
   me->shm_nslots = p->shm_nslots;
   me->shm_window_bytes = (int64_t)p->shm_window_bytes;
-  me->shm_window_max = (int64_t)p->shm_window_max;
+  /* A lane limit no larger than the window means no lanes (docs/ENV.md). */
+  me->shm_window_max = (int64_t)(p->shm_window_max > p->shm_window_bytes ? p->shm_window_max : p->shm_window_bytes);
   me->can_window = can_map_window(c);
 }
 

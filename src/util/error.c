@@ -13,6 +13,23 @@ static _Thread_local char t_last[HETCCL_ERRMSG_BYTES];
 static char g_last[HETCCL_ERRMSG_BYTES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The code's name, for log lines: the full text (hetccl_result_str) points
+ * at the message, which the log line already holds. */
+static const char *code_name(hetcclResult_t r) {
+  switch (r) {
+    case hetcclSuccess: return "hetcclSuccess";
+    case hetcclUnhandledCudaError: return "hetcclUnhandledCudaError";
+    case hetcclSystemError: return "hetcclSystemError";
+    case hetcclInternalError: return "hetcclInternalError";
+    case hetcclInvalidArgument: return "hetcclInvalidArgument";
+    case hetcclInvalidUsage: return "hetcclInvalidUsage";
+    case hetcclRemoteError: return "hetcclRemoteError";
+    case hetcclInProgress: return "hetcclInProgress";
+    case hetcclTimeout: return "hetcclTimeout";
+    default: return "unknown result code";
+  }
+}
+
 hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -21,7 +38,7 @@ hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
   pthread_mutex_lock(&g_lock);
   memcpy(g_last, t_last, sizeof g_last);
   pthread_mutex_unlock(&g_lock);
-  HETCCL_WARN("%s (%s)", t_last, hetccl_result_str(code));
+  HETCCL_WARN("%s (%s)", t_last, code_name(code));
   return code;
 }
 
@@ -35,11 +52,11 @@ const char *hetccl_last_error(void) {
 const char *hetccl_result_str(hetcclResult_t r) {
   switch (r) {
     case hetcclSuccess: return "no error";
-    case hetcclUnhandledCudaError: return "unhandled cuda error (run with HETCCL_DEBUG=INFO for details)";
-    case hetcclSystemError: return "unhandled system error (run with HETCCL_DEBUG=INFO for details)";
+    case hetcclUnhandledCudaError: return "unhandled cuda error (hetcclGetLastError says which; HETCCL_DEBUG=INFO logs more)";
+    case hetcclSystemError: return "unhandled system error (hetcclGetLastError says which; HETCCL_DEBUG=INFO logs more)";
     case hetcclInternalError: return "internal error - please report this issue to the HetCCL developers";
-    case hetcclInvalidArgument: return "invalid argument (run with HETCCL_DEBUG=WARN for details)";
-    case hetcclInvalidUsage: return "invalid usage (run with HETCCL_DEBUG=WARN for details)";
+    case hetcclInvalidArgument: return "invalid argument (hetcclGetLastError says which)";
+    case hetcclInvalidUsage: return "invalid usage (hetcclGetLastError says which)";
     case hetcclRemoteError: return "remote process exited or there was a network error";
     case hetcclInProgress: return "HetCCL operation in progress";
     case hetcclTimeout: return "operation timed out (see HETCCL_TIMEOUT_MS)";

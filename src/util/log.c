@@ -3,25 +3,53 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
-#include "util/env.h"
+#include "util/settings.h"
 
 static int g_level = -1;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+static const char *const g_level_names[] = {"NONE", "OFF", "WARN", "INFO", "TRACE", NULL};
+static const int g_level_values[] = {HETCCL_LOG_NONE, HETCCL_LOG_NONE, HETCCL_LOG_WARN, HETCCL_LOG_INFO,
+                                     HETCCL_LOG_TRACE};
+struct log_values {
+  int level;
+};
+static struct log_values g_values;
+/* A bad value only warns, as NCCL ignores a bad NCCL_DEBUG: logging must
+ * work before (and whether or not) anything else does. */
+static const struct hetccl_setting g_debug_setting = {
+    .name = "HETCCL_DEBUG", .kind = HETCCL_SETTING_CHOICE, .dflt = "WARN", .choices = g_level_names,
+    .choice_of = g_level_values, .warn_only = 1, HETCCL_SETTING_AT(struct log_values, level),
+    .help = "log level on stderr"};
+static const struct hetccl_settings_table g_table = {
+    .owner = "log", .items = &g_debug_setting, .count = 1, .values = &g_values};
+static char g_refusal[256];
+
 static void log_init(void) {
-  const char *s = hetccl_env_str("HETCCL_DEBUG", "WARN");
-  if (!strcasecmp(s, "TRACE")) g_level = HETCCL_LOG_TRACE;
-  else if (!strcasecmp(s, "INFO")) g_level = HETCCL_LOG_INFO;
-  else if (!strcasecmp(s, "NONE") || !strcasecmp(s, "OFF")) g_level = HETCCL_LOG_NONE;
-  else g_level = HETCCL_LOG_WARN;
+  /* Parsed without logging (the level is not known yet); a refusal is
+   * logged by the first hetccl_log_level call once the level is set. */
+  if (hetccl_setting_parse(&g_debug_setting, &g_values, g_refusal, sizeof g_refusal) != hetcclSuccess) {
+    g_values.level = HETCCL_LOG_WARN;
+  } else {
+    g_refusal[0] = 0;
+  }
+  g_level = g_values.level;
+}
+
+const struct hetccl_settings_table *hetccl_log_table(void) {
+  hetccl_log_level();
+  return &g_table;
 }
 
 int hetccl_log_level(void) {
+  static atomic_int refusal_told;
   pthread_once(&g_once, log_init);
+  if (g_refusal[0] && !atomic_exchange(&refusal_told, 1))
+    hetccl_log(HETCCL_LOG_WARN, __FILE__, __LINE__, "%s; using WARN", g_refusal);
   return g_level;
 }
 

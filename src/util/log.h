@@ -5,6 +5,9 @@
 enum hetccl_log_level { HETCCL_LOG_NONE = 0, HETCCL_LOG_WARN = 1, HETCCL_LOG_INFO = 2, HETCCL_LOG_TRACE = 3 };
 
 int hetccl_log_level(void);
+/* HETCCL_DEBUG's description and value in force, for hetccl-info. */
+struct hetccl_settings_table;
+const struct hetccl_settings_table *hetccl_log_table(void);
 void hetccl_log(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

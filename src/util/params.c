@@ -1,39 +1,119 @@
 #include "util/params.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "util/env.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#define KIB ((int64_t)1 << 10)
+#define MIB ((int64_t)1 << 20)
+#define GIB ((int64_t)1 << 30)
+
+#define AT(member) HETCCL_SETTING_AT(struct hetccl_params, member)
+
+static const char *const g_window_reads[] = {"copy", "kernel", NULL};
+
+/* Limits are what the code below them handles, not taste: socket links
+ * keep at most 16 connections, chunks and slots are 64-byte multiples so
+ * every element type stays aligned, windows and lanes are whole MiB so
+ * their chunks do too. */
+static const struct hetccl_setting g_items[] = {
+    {.name = "HETCCL_TIMEOUT_MS", .kind = HETCCL_SETTING_INT, .dflt = "300000", .min = 1, .max = INT64_MAX / 2,
+     .agreed = 1, AT(timeout_ms), .help = "bound on any wait that makes no progress, in ms"},
+    {.name = "HETCCL_CHUNK_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "512K", .min = 4 * KIB, .max = GIB,
+     .multiple = 64, .agreed = 1, AT(chunk_bytes), .help = "pipeline chunk of the built-in engine"},
+    {.name = "HETCCL_SMALL_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "64K", .min = 0, .max = GIB, .agreed = 1,
+     AT(small_bytes), .help = "below this size the engine uses latency algorithms"},
+    {.name = "HETCCL_TRANSPORT", .kind = HETCCL_SETTING_TEXT, .max_len = 32, .agreed = 1, AT(transport),
+     .unset_means = "best per link", .help = "one transport for every link"},
+    {.name = "HETCCL_DEVICE", .kind = HETCCL_SETTING_TEXT, .max_len = 32, AT(device_kind), .unset_means = "auto",
+     .help = "device kind of this process's ranks"},
+    {.name = "HETCCL_DOMAIN", .kind = HETCCL_SETTING_TEXT, .max_len = HETCCL_DOMAIN_LABEL_MAX, AT(domain),
+     .unset_means = "one domain per device kind", .help = "domain label of this process's ranks"},
+    {.name = "HETCCL_SOCKET_IFNAME", .kind = HETCCL_SETTING_TEXT, .max_len = 256, AT(socket_ifname),
+     .unset_means = "the default route's interface", .help = "interfaces for the bootstrap and socket links"},
+    {.name = "HETCCL_SOCKET_NSTREAMS", .kind = HETCCL_SETTING_INT, .dflt = "2", .min = 1, .max = 16, .agreed = 1,
+     AT(socket_nstreams), .help = "TCP connections per socket link"},
+    {.name = "HETCCL_SHM_SLOT_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "256K", .min = 4 * KIB, .max = GIB,
+     .multiple = 64, .agreed = 1, AT(shm_slot_bytes), .help = "one slot of a shared-memory link ring"},
+    {.name = "HETCCL_SHM_NSLOTS", .kind = HETCCL_SETTING_INT, .dflt = "8", .min = 2, .max = 1024, .agreed = 1,
+     AT(shm_nslots), .help = "slots per direction of a shared-memory link"},
+    {.name = "HETCCL_SHM_WINDOW_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "64M", .min = 0, .max = 64 * GIB,
+     .multiple = MIB, .agreed = 1, AT(shm_window_bytes), .help = "device window per direction between GPU ranks"},
+    {.name = "HETCCL_SHM_WINDOW_MAX", .kind = HETCCL_SETTING_BYTES, .dflt = "256M", .min = 0, .max = 64 * GIB,
+     .multiple = MIB, .agreed = 1, AT(shm_window_max), .help = "largest lane a device window grows by"},
+    {.name = "HETCCL_SHM_WINDOW_READ", .kind = HETCCL_SETTING_CHOICE, .dflt = "copy", .choices = g_window_reads,
+     AT(shm_window_kernel_read), .help = "how a reducing receive reads a device window"},
+    {.name = "HETCCL_CUDA_LIBRARY", .kind = HETCCL_SETTING_TEXT, .dflt = "libcuda.so.1", .max_len = 4096,
+     AT(cuda_library), .help = "the CUDA driver library"},
+    {.name = "HETCCL_NCCL_LIBRARY", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(nccl_library),
+     .unset_means = "search", .help = "the NCCL of NVIDIA domains"},
+    {.name = "HETCCL_RCCL_LIBRARY", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(rccl_library),
+     .unset_means = "search", .help = "the RCCL of AMD domains"},
+};
+#undef AT
 
 static struct hetccl_params g_params;
+static const struct hetccl_settings_table g_table = {
+    .owner = "core", .items = g_items, .count = (int)(sizeof g_items / sizeof g_items[0]), .values = &g_params};
+
+static hetcclResult_t g_status;
+static char g_refusal[512];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static size_t positive_size(const char *name, int64_t dflt, int64_t min) {
-  int64_t v = hetccl_env_int(name, dflt);
-  return (size_t)(v < min ? min : v);
+/* Variables read elsewhere, by name: HETCCL_DEBUG (util/log.c: read before
+ * anything else), and the launcher's, read with RANK and the others at each
+ * hetcclGetUniqueIdFromEnv (bootstrap/launcher_env.c checks them there). */
+static const char *const g_other_names[] = {"HETCCL_DEBUG", "HETCCL_BOOTSTRAP_ADDR", "HETCCL_BOOTSTRAP_SECRET", NULL};
+/* Prefixes of variables that belong to HetCCL's tests and tools. */
+static const char *const g_tool_prefixes[] = {"HETCCL_TEST_", "HETCCL_PERF_", NULL};
+
+extern char **environ;
+
+static int known_name(const char *var, size_t len) {
+  for (int i = 0; i < g_table.count; i++)
+    if (strlen(g_items[i].name) == len && !strncmp(var, g_items[i].name, len)) return 1;
+  for (int i = 0; g_other_names[i]; i++)
+    if (strlen(g_other_names[i]) == len && !strncmp(var, g_other_names[i], len)) return 1;
+  for (int i = 0; g_tool_prefixes[i]; i++)
+    if (!strncmp(var, g_tool_prefixes[i], strlen(g_tool_prefixes[i]))) return 1;
+  return 0;
+}
+
+/* NCCL ignores NCCL_* names it does not know; a misspelt HETCCL_* name
+ * would then change nothing without a word, so it is named once. */
+static void warn_unknown_names(void) {
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "HETCCL_", 7) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (!known_name(*e, len))
+      HETCCL_WARN("%.*s is not a HetCCL setting and is ignored (docs/ENV.md lists them)", (int)len, *e);
+  }
 }
 
 static void params_init(void) {
-  g_params.timeout_ms = hetccl_env_int("HETCCL_TIMEOUT_MS", 300000);
-  g_params.chunk_bytes = positive_size("HETCCL_CHUNK_BYTES", 512 << 10, 4096) & ~(size_t)63;
-  g_params.transport = hetccl_env_str("HETCCL_TRANSPORT", "");
-  g_params.socket_ifname = hetccl_env_str("HETCCL_SOCKET_IFNAME", "");
-  g_params.domain = hetccl_env_str("HETCCL_DOMAIN", "");
-  g_params.device_kind = hetccl_env_str("HETCCL_DEVICE", "");
-  g_params.socket_nstreams = (int)positive_size("HETCCL_SOCKET_NSTREAMS", 2, 1);
-  if (g_params.socket_nstreams > 16) g_params.socket_nstreams = 16;
-  g_params.shm_slot_bytes = positive_size("HETCCL_SHM_SLOT_BYTES", 256 << 10, 4096) & ~(size_t)63;
-  g_params.shm_nslots = (int)positive_size("HETCCL_SHM_NSLOTS", 8, 2);
-  /* Whole MiB, so window chunks stay aligned for every element size. */
-  g_params.shm_window_bytes = positive_size("HETCCL_SHM_WINDOW_BYTES", 64 << 20, 0) & ~(((size_t)1 << 20) - 1);
-  /* Lanes grow by powers of two from twice the window: whole MiB too. */
-  g_params.shm_window_max = positive_size("HETCCL_SHM_WINDOW_MAX", 256 << 20, 0) & ~(((size_t)1 << 20) - 1);
-  if (g_params.shm_window_max < g_params.shm_window_bytes) g_params.shm_window_max = g_params.shm_window_bytes;
-  g_params.shm_window_kernel_read = strcmp(hetccl_env_str("HETCCL_SHM_WINDOW_READ", "copy"), "kernel") == 0;
-  g_params.small_bytes = positive_size("HETCCL_SMALL_BYTES", 64 << 10, 0);
+  /* The first refusal is logged by hetccl_params_check, on the thread whose
+   * call it fails; the parser logs any further ones. */
+  g_status = hetccl_settings_parse(&g_table, g_refusal, sizeof g_refusal);
+  warn_unknown_names();
 }
 
 const struct hetccl_params *hetccl_params(void) {
   pthread_once(&g_once, params_init);
   return &g_params;
+}
+
+hetcclResult_t hetccl_params_check(void) {
+  pthread_once(&g_once, params_init);
+  if (g_status == hetcclSuccess) return hetcclSuccess;
+  return hetccl_error(g_status, "%s", g_refusal);
+}
+
+const struct hetccl_settings_table *hetccl_params_table(void) {
+  pthread_once(&g_once, params_init);
+  return &g_table;
 }

@@ -1,7 +1,8 @@
 /*
- * Settings read once per process from HETCCL_* variables (docs/ENV.md).
- * Settings that change plans or wire formats are agreed at communicator init
- * (rank 0's values win), so every rank derives the same plan.
+ * Settings read once per process from HETCCL_* variables (docs/ENV.md),
+ * described by one table (util/settings.h) in params.c. Settings that change
+ * plans or wire formats are agreed at communicator init (rank 0's values
+ * win), so every rank derives the same plan.
  */
 #ifndef HETCCL_UTIL_PARAMS_H
 #define HETCCL_UTIL_PARAMS_H
@@ -9,13 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hetccl.h"
+#include "util/settings.h"
+
 struct hetccl_params {
   int64_t timeout_ms;         /* HETCCL_TIMEOUT_MS: bound on any wait with no progress */
   size_t chunk_bytes;         /* HETCCL_CHUNK_BYTES: pipeline chunk of the engine and links */
-  const char *transport;      /* HETCCL_TRANSPORT: "" (best per link), "shm", "socket", "ofi" */
+  const char *transport;      /* HETCCL_TRANSPORT: "" (best per link) or a transport's name */
   const char *socket_ifname;  /* HETCCL_SOCKET_IFNAME: interface for sockets and bootstrap */
   const char *domain;         /* HETCCL_DOMAIN: domain label of this process's ranks */
-  const char *device_kind;    /* HETCCL_DEVICE: "" (auto), "host", "cuda", "hip" */
+  const char *device_kind;    /* HETCCL_DEVICE: "" (auto) or a device kind's name */
   int socket_nstreams;        /* HETCCL_SOCKET_NSTREAMS: TCP connections per socket link */
   size_t shm_slot_bytes;      /* HETCCL_SHM_SLOT_BYTES: one slot of a shm link ring */
   int shm_nslots;             /* HETCCL_SHM_NSLOTS: slots per direction of a shm link */
@@ -23,9 +27,25 @@ struct hetccl_params {
   size_t shm_window_max;      /* HETCCL_SHM_WINDOW_MAX: largest lane a window grows by for larger transfers */
   int shm_window_kernel_read; /* HETCCL_SHM_WINDOW_READ: "kernel" (reduce straight from the window) or "copy" */
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
+  const char *cuda_library;   /* HETCCL_CUDA_LIBRARY: the CUDA driver library to open */
+  const char *nccl_library;   /* HETCCL_NCCL_LIBRARY: "" (search) or the NCCL to open */
+  const char *rccl_library;   /* HETCCL_RCCL_LIBRARY: "" (search) or the RCCL to open */
 };
 
-/* The process's settings, read on first use. */
+/* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */
+#define HETCCL_DOMAIN_LABEL_MAX 31
+
+/* The process's settings, read on first use. A refused value leaves that
+ * setting at its default here; hetccl_params_check says so. */
 const struct hetccl_params *hetccl_params(void);
+
+/* hetcclSuccess when every setting was accepted; else hetcclInvalidArgument
+ * with the first refusal as this thread's last error (the variable, its
+ * value, what is accepted). Called where work starts: unique id, init,
+ * memory allocation. */
+hetcclResult_t hetccl_params_check(void);
+
+/* The table behind hetccl_params(), for hetccl-info. */
+const struct hetccl_settings_table *hetccl_params_table(void);
 
 #endif

@@ -1,71 +1,68 @@
-/* The HETCCL_* settings in effect: each known one with its value and whether
- * it came from the environment, then any other HETCCL_* variable that is set. */
+/* The HETCCL_* settings: each one the library knows, with the value in
+ * force and where it came from, refusals spelt out; then any other HETCCL_*
+ * variable that is set (the library ignores it and says so). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/comm.h"
 #include "info.h"
+#include "util/error.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/settings.h"
 
 extern char **environ;
 
-static const char *const g_known[] = {
-    "HETCCL_TIMEOUT_MS", "HETCCL_CHUNK_BYTES", "HETCCL_TRANSPORT", "HETCCL_SOCKET_IFNAME",
-    "HETCCL_DOMAIN", "HETCCL_DEVICE", "HETCCL_SOCKET_NSTREAMS", "HETCCL_SHM_SLOT_BYTES",
-    "HETCCL_SHM_NSLOTS", "HETCCL_SMALL_BYTES", "HETCCL_DEBUG",
-};
-#define NKNOWN (sizeof(g_known) / sizeof(g_known[0]))
-
-static const char *origin(const char *name) {
-  const char *v = getenv(name);
-  return (v && v[0]) ? "set" : "default";
+static int same_name(const char *name, const char *var, size_t len) {
+  return strlen(name) == len && !strncmp(var, name, len);
 }
 
-static void row_str(const char *name, const char *value, const char *empty_means) {
-  printf("  %-24s %-20s (%s)\n", name, value[0] ? value : empty_means, origin(name));
+static int listed(const struct hetccl_settings_table *const *tables, int ntables, const char *var, size_t len) {
+  for (int t = 0; t < ntables; t++)
+    for (int i = 0; i < tables[t]->count; i++)
+      if (same_name(tables[t]->items[i].name, var, len)) return 1;
+  return 0;
 }
 
-static void row_int(const char *name, long long value) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "%lld", value);
-  row_str(name, buf, "");
-}
-
-static const char *level_name(int level) {
-  switch (level) {
-    case HETCCL_LOG_NONE: return "NONE";
-    case HETCCL_LOG_WARN: return "WARN";
-    case HETCCL_LOG_INFO: return "INFO";
-    default: return "TRACE";
+static void print_table(const struct hetccl_settings_table *t) {
+  for (int i = 0; i < t->count; i++) {
+    const struct hetccl_setting *s = &t->items[i];
+    char value[160], why[512];
+    /* Parsing again stores the same value; it tells whether the environment's was refused. */
+    int refused = hetccl_setting_parse(s, t->values, why, sizeof why) != hetcclSuccess;
+    hetccl_setting_format(s, t->values, value, sizeof value);
+    const char *shown = value[0] ? value : (s->unset_means ? s->unset_means : "unset");
+    const char *origin = hetccl_setting_is_set(s) ? "set" : "default";
+    printf("  %-24s %-24s (%s%s)\n", s->name, shown, origin, s->agreed ? ", agreed: rank 0's" : "");
+    if (refused)
+      printf("    REFUSED: %s; %s\n", why,
+             s->warn_only ? "the default above is used" : "communicators will not initialise until it is fixed");
   }
 }
 
 void info_settings(void) {
-  const struct hetccl_params *p = hetccl_params();
-  printf("\nSettings\n");
-  row_int("HETCCL_TIMEOUT_MS", (long long)p->timeout_ms);
-  row_int("HETCCL_CHUNK_BYTES", (long long)p->chunk_bytes);
-  row_str("HETCCL_TRANSPORT", p->transport, "best per link");
-  row_str("HETCCL_SOCKET_IFNAME", p->socket_ifname, "default route's");
-  row_str("HETCCL_DOMAIN", p->domain, "one per device kind");
-  row_str("HETCCL_DEVICE", p->device_kind, "auto");
-  row_int("HETCCL_SOCKET_NSTREAMS", p->socket_nstreams);
-  row_int("HETCCL_SHM_SLOT_BYTES", (long long)p->shm_slot_bytes);
-  row_int("HETCCL_SHM_NSLOTS", p->shm_nslots);
-  row_int("HETCCL_SMALL_BYTES", (long long)p->small_bytes);
-  row_str("HETCCL_DEBUG", level_name(hetccl_log_level()), "");
+  const struct hetccl_settings_table *tables[] = {hetccl_log_table(), hetccl_params_table()};
+  int ntables = (int)(sizeof tables / sizeof tables[0]);
+  printf("\nSettings (docs/ENV.md)\n");
+  for (int t = 0; t < ntables; t++) print_table(tables[t]);
+  /* Component names (HETCCL_TRANSPORT, HETCCL_DEVICE) are checked against
+   * the registries, as communicator init checks them. */
+  if (hetccl_settings_check() != hetcclSuccess) printf("    REFUSED: %s\n", hetccl_last_error());
+  /* The launcher's variables are read at each hetcclGetUniqueIdFromEnv. */
+  const char *addr = getenv("HETCCL_BOOTSTRAP_ADDR"), *secret = getenv("HETCCL_BOOTSTRAP_SECRET");
+  printf("  %-24s %-24s (launcher)\n", "HETCCL_BOOTSTRAP_ADDR", addr && addr[0] ? addr : "MASTER_ADDR, MASTER_PORT+1");
+  printf("  %-24s %-24s (launcher)\n", "HETCCL_BOOTSTRAP_SECRET", secret && secret[0] ? "set, not shown" : "unset");
   int header = 0;
   for (char **e = environ; e && *e; e++) {
     if (strncmp(*e, "HETCCL_", 7)) continue;
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    int known = 0;
-    for (size_t i = 0; i < NKNOWN; i++)
-      if (strlen(g_known[i]) == len && !strncmp(*e, g_known[i], len)) known = 1;
-    if (known) continue;
-    if (!header) printf("  other HETCCL_* variables in the environment:\n");
+    if (listed(tables, ntables, *e, len) || same_name("HETCCL_BOOTSTRAP_SECRET", *e, len) ||
+        same_name("HETCCL_BOOTSTRAP_ADDR", *e, len))
+      continue;
+    if (!header) printf("  other HETCCL_* variables in the environment (not settings of the library):\n");
     header = 1;
-    printf("    %s\n", *e);
+    printf("    %.*s\n", (int)len, *e);
   }
 }
