@@ -8,9 +8,9 @@
 #include "vendor/lib_search.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <glob.h>
 #include <link.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
