@@ -1,10 +1,16 @@
-/* Vendor libraries: found by dlopen, as the library itself will find them. */
+/*
+ * Vendor libraries, found by the library's own search (src/vendor/
+ * lib_search.h): NCCL exactly as the NCCL vendor finds and accepts it,
+ * RCCL through the same rule with its descriptor. When the soname itself
+ * is HetCCL's face (LD_PRELOAD of build/lib/libnccl.so.2), that is said
+ * on a line of its own, below the library HetCCL would use instead.
+ */
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "info.h"
+#include "vendor/lib_search.h"
+#include "vendor/nccl/nccl_vendor.h"
 
 typedef int (*get_version_fn)(int *version);
 
@@ -14,40 +20,58 @@ static void print_version_code(int code) {
   else printf("%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
 }
 
-static void probe(const char *label, const char *soname, const char *override_var) {
-  const char *path = getenv(override_var);
-  if (!path || !path[0]) path = soname;
-  printf("  %-6s %-14s ", label, soname);
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    printf("not found (%s)\n", path);
-    return;
-  }
-  const char *where = path;
-  struct link_map *lm = NULL;
-  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0]) where = lm->l_name;
-  /* HetCCL's own NCCL/RCCL face answers to the soname too: say so rather
-   * than report it as the vendor's library. */
-  if (dlsym(h, "hetcclGetVersion")) {
-    printf("HetCCL's own face, not the vendor library (%s)\n", where);
-    dlclose(h);
-    return;
-  }
-  get_version_fn get_version = (get_version_fn)dlsym(h, "ncclGetVersion");
-  int code = 0;
-  if (!get_version) {
-    printf("found, but it has no ncclGetVersion (%s)\n", where);
-  } else if (get_version(&code) != 0) {
-    printf("found, but ncclGetVersion failed (%s)\n", where);
-  } else {
+static void print_face(const struct hetccl_lib_search *lib) {
+  char face[1024];
+  if (hetccl_lib_soname_is_hetccl(lib, face, sizeof face))
+    printf("  %-6s %-14s %s is HetCCL's own face, not the vendor library (%s)\n", "", "", lib->soname, face);
+}
+
+static void nccl(void) {
+  const struct hetccl_lib_search *lib = &hetccl_lib_nccl;
+  printf("  %-6s %-14s ", lib->name, lib->soname);
+  int code = hetccl_vendor_nccl_version();
+  if (code) {
     print_version_code(code);
-    printf(" (%s)\n", where);
+    printf(" (%s)\n", hetccl_vendor_nccl_path());
+  } else {
+    printf("not found (%s)\n", hetccl_vendor_nccl_error());
   }
-  dlclose(h);
+  print_face(lib);
+}
+
+/* RCCL keeps NCCL's entry point names; a library that answers
+ * ncclGetVersion is taken, its code in *arg. */
+static int rccl_accept(void *h, const char *path, void *arg, char *why, size_t why_size) {
+  get_version_fn get_version = (get_version_fn)dlsym(h, "ncclGetVersion");
+  int *code = arg;
+  if (!get_version) {
+    snprintf(why, why_size, "%s has no ncclGetVersion", path);
+    return 0;
+  }
+  if (get_version(code) != 0) {
+    snprintf(why, why_size, "%s: ncclGetVersion failed", path);
+    return 0;
+  }
+  return 1;
+}
+
+static void rccl(void) {
+  const struct hetccl_lib_search *lib = &hetccl_lib_rccl;
+  static struct hetccl_lib_found found; /* a few KiB of messages: off the stack */
+  int code = 0;
+  printf("  %-6s %-14s ", lib->name, lib->soname);
+  if (hetccl_lib_search(lib, RTLD_NOW | RTLD_LOCAL, rccl_accept, &code, &found)) {
+    print_version_code(code);
+    printf(" (%s)\n", found.path);
+    dlclose(found.handle);
+  } else {
+    printf("not found (%s)\n", found.why);
+  }
+  print_face(lib);
 }
 
 void info_vendor_libraries(void) {
   printf("\nVendor libraries\n");
-  probe("NCCL", "libnccl.so.2", "HETCCL_NCCL_LIBRARY");
-  probe("RCCL", "librccl.so.1", "HETCCL_RCCL_LIBRARY");
+  nccl();
+  rccl();
 }

@@ -1,9 +1,10 @@
 /*
  * --lib nccl: the reference. The same benchmark calls NCCL itself, loaded
  * by HetCCL's own loader (src/vendor/nccl: HETCCL_NCCL_LIBRARY, then
- * libnccl.so.2, then PyTorch's copy), with an NCCL communicator made the
- * NCCL way: rank 0's ncclGetUniqueId, handed to the others as hetccl-perf
- * hands out HetCCL's id, then ncclCommInitRank on each rank's GPU.
+ * libnccl.so.2, then the search past HetCCL's face), with an NCCL
+ * communicator made the NCCL way: rank 0's ncclGetUniqueId, handed to the
+ * others as hetccl-perf hands out HetCCL's id, then ncclCommInitRank on
+ * each rank's GPU.
  */
 #ifndef HETCCL_PERF_NCCL_DIRECT_H
 #define HETCCL_PERF_NCCL_DIRECT_H

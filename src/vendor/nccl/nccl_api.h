@@ -72,12 +72,14 @@ struct hetccl_nccl {
 };
 
 /*
- * The NCCL library, found and loaded once per process (thread-safe):
- * HETCCL_NCCL_LIBRARY when set (that file only), else libnccl.so.2 through
- * the dynamic linker's search, else PyTorch's copy under a Python
- * site-packages (nvidia/nccl/lib). A library that is HetCCL itself (it
- * exports hetcclGetVersion) is never taken. Fails with hetcclSystemError
- * and a message naming what was tried.
+ * The NCCL library, found and loaded once per process (thread-safe) by the
+ * vendor library search (src/vendor/lib_search.h): HETCCL_NCCL_LIBRARY when
+ * set (that file only), else libnccl.so.2 through the dynamic linker, and
+ * when that is HetCCL's own face or absent, LD_LIBRARY_PATH, the linker
+ * cache, the CUDA and system library directories and PyTorch's copy under
+ * a Python site-packages (nvidia/nccl/lib). A library that is HetCCL
+ * itself (it exports hetcclGetVersion) is never taken. Fails with
+ * hetcclSystemError and a message naming what was tried.
  */
 hetcclResult_t hetccl_nccl_load(const struct hetccl_nccl **out);
 

@@ -1,0 +1,104 @@
+/*
+ * TEST TOOL, never installed: a stand-in for NVIDIA's libnccl.so.2 (built
+ * as build/test-tools/stand-in-nccl/libnccl.so.2) for the tests of the
+ * vendor library search (tests/scripts/test_nccl_search.sh,
+ * tests/unit/test_lib_search.c). It exports every entry point the NCCL
+ * loader requires (src/vendor/nccl/nccl_loader.c, resolve()) and reports
+ * version 2.19.3, so the loader takes it; everything else fails with
+ * ncclInvalidUsage. It must not export hetcclGetVersion: it plays the
+ * vendor, not HetCCL. Written without nccl.h, as NCCL has its own.
+ */
+#include <stddef.h>
+
+#define STAND_IN_VERSION 21903 /* 2.19.3: distinct from the face's 2.28.9 */
+#define INVALID_USAGE 5        /* ncclInvalidUsage */
+
+typedef void *comm_t;
+typedef void *stream_t;
+typedef struct {
+  char internal[128];
+} unique_id_t;
+
+int ncclGetVersion(int *version) {
+  *version = STAND_IN_VERSION;
+  return 0;
+}
+
+const char *ncclGetErrorString(int result) {
+  (void)result;
+  return "stand-in NCCL (a HetCCL test tool): it runs nothing";
+}
+
+const char *ncclGetLastError(comm_t comm) {
+  (void)comm;
+  return "stand-in NCCL (a HetCCL test tool)";
+}
+
+int ncclGetUniqueId(unique_id_t *id) {
+  (void)id;
+  return INVALID_USAGE;
+}
+
+int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
+  (void)comm, (void)nranks, (void)id, (void)rank;
+  return INVALID_USAGE;
+}
+
+int ncclCommDestroy(comm_t comm) {
+  (void)comm;
+  return INVALID_USAGE;
+}
+
+int ncclCommGetAsyncError(comm_t comm, int *error) {
+  (void)comm;
+  *error = 0;
+  return INVALID_USAGE;
+}
+
+int ncclGroupStart(void) { return INVALID_USAGE; }
+int ncclGroupEnd(void) { return INVALID_USAGE; }
+
+int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)root, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)root, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclAllGather(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) {
+  (void)s, (void)n, (void)dt, (void)peer, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) {
+  (void)r, (void)n, (void)dt, (void)peer, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) {
+  (void)op, (void)scalar, (void)dt, (void)residence, (void)c;
+  return INVALID_USAGE;
+}
+
+int ncclRedOpDestroy(int op, comm_t c) {
+  (void)op, (void)c;
+  return INVALID_USAGE;
+}
