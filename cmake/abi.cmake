@@ -39,3 +39,5 @@ set_target_properties(nccl_face PROPERTIES
 
 install(TARGETS nccl_face LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/hetccl)
 install(FILES ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetccl)
+configure_file(${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in ${CMAKE_BINARY_DIR}/hetccl-nccl.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/hetccl-nccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

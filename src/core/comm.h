@@ -114,6 +114,8 @@ void hetccl_comm_free(struct hetccl_comm *c);
 /* Every setting accepted, component names included (core/settings_check.c):
  * hetcclInvalidArgument naming the variable, its value and what is accepted. */
 hetcclResult_t hetccl_settings_check(void);
+/* Only the settings that name components (hetccl-info shows both kinds). */
+hetcclResult_t hetccl_component_settings_check(void);
 
 /* Host identity (core/host_id.c). */
 uint64_t hetccl_host_hash(void);

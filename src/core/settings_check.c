@@ -15,8 +15,7 @@ static hetcclResult_t refuse(const char *var, const char *value, const char *wha
                       unset);
 }
 
-hetcclResult_t hetccl_settings_check(void) {
-  HETCCL_TRY(hetccl_params_check());
+hetcclResult_t hetccl_component_settings_check(void) {
   const struct hetccl_params *p = hetccl_params();
   char names[128] = "";
   size_t len = 0;
@@ -35,4 +34,9 @@ hetcclResult_t hetccl_settings_check(void) {
     return refuse("HETCCL_DEVICE", p->device_kind, "a device kind", names, "auto");
   }
   return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_settings_check(void) {
+  HETCCL_TRY(hetccl_params_check());
+  return hetccl_component_settings_check();
 }

@@ -135,8 +135,12 @@ else
   if grep -Eq '^  host +available' "$tmp/out"; then ok; else bad "hetccl-info: host kind not available"; fi
   if grep -Eq '^  speaks NCCL +2\.28\.9' "$tmp/out"; then ok; else bad "hetccl-info: NCCL version"; fi
   if grep -Eq '^  (shm|socket) ' "$tmp/out"; then ok; else bad "hetccl-info: no transport listed"; fi
-  if HETCCL_TIMEOUT_MS=1234 timeout -k 5 60 "$info" | grep -Eq '^  HETCCL_TIMEOUT_MS +1234 +\(set\)'; then ok
+  if HETCCL_TIMEOUT_MS=1234 timeout -k 5 60 "$info" | grep -Eq '^  HETCCL_TIMEOUT_MS +1234 +\(set[,)]'; then ok
   else bad "hetccl-info: HETCCL_TIMEOUT_MS=1234 not shown as set"; fi
+  if HETCCL_SOCKET_NSTREAMS=99 HETCCL_TRANSPORT=bogus timeout -k 5 60 "$info" 2>/dev/null >"$tmp/refused" &&
+      grep -q 'REFUSED: HETCCL_SOCKET_NSTREAMS=99 is not accepted: .* an integer from 1 to 16' "$tmp/refused" &&
+      grep -q 'REFUSED: HETCCL_TRANSPORT=bogus is not a transport: accepted shm, socket' "$tmp/refused"; then ok
+  else bad "hetccl-info: refused settings not shown"; cat "$tmp/refused"; fi
 fi
 
 echo "$passed passed, $failed failed"

@@ -44,11 +44,11 @@ static void print_table(const struct hetccl_settings_table *t) {
 void info_settings(void) {
   const struct hetccl_settings_table *tables[] = {hetccl_log_table(), hetccl_params_table()};
   int ntables = (int)(sizeof tables / sizeof tables[0]);
-  printf("\nSettings (docs/ENV.md)\n");
+  printf("\nSettings\n");
   for (int t = 0; t < ntables; t++) print_table(tables[t]);
   /* Component names (HETCCL_TRANSPORT, HETCCL_DEVICE) are checked against
    * the registries, as communicator init checks them. */
-  if (hetccl_settings_check() != hetcclSuccess) printf("    REFUSED: %s\n", hetccl_last_error());
+  if (hetccl_component_settings_check() != hetcclSuccess) printf("    REFUSED: %s\n", hetccl_last_error());
   /* The launcher's variables are read at each hetcclGetUniqueIdFromEnv. */
   const char *addr = getenv("HETCCL_BOOTSTRAP_ADDR"), *secret = getenv("HETCCL_BOOTSTRAP_SECRET");
   printf("  %-24s %-24s (launcher)\n", "HETCCL_BOOTSTRAP_ADDR", addr && addr[0] ? addr : "MASTER_ADDR, MASTER_PORT+1");
