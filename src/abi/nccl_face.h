@@ -18,7 +18,7 @@
 #include "hetccl.h"
 #include "nccl/nccl.h"
 #include "api/face_exports.h"
-#include "vendor/nccl/nccl_real.h"
+#include "ccl/nccl/nccl_real.h"
 
 #define FACE_API __attribute__((visibility("default")))
 

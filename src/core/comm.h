@@ -11,11 +11,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "algo/plan.h"
+#include "plan/plan.h"
 #include "bootstrap/bootstrap.h"
 #include "device/reduce.h"
 #include "transport/transport.h"
-#include "vendor/vendor.h"
+#include "ccl/ccl.h"
 
 #define HETCCL_DOMAIN_LABEL_BYTES 32
 

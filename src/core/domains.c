@@ -5,7 +5,7 @@
 #include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
   return a->device_kind == b->device_kind && strncmp(a->domain, b->domain, HETCCL_DOMAIN_LABEL_BYTES) == 0;

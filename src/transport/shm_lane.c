@@ -1,6 +1,6 @@
 /*
  * Lanes: further device windows of one direction of an shm link, made while
- * the communicator runs (algo/window.c grows a window by them for transfers
+ * the communicator runs (exec/window.c grows a window by them for transfers
  * larger than it). Both ends derive the same name from the link's segment,
  * the sending side and the generation, and open it in either order without
  * waiting for each other: whoever comes first creates it, both size it

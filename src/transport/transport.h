@@ -66,7 +66,7 @@ typedef struct hetccl_link hetccl_link;
  * Each direction has `data_bytes` of data and two 32-bit counters, written
  * from device streams (or the host) and waited on by the other side's
  * streams: `produced` by the sender, `consumed` by the receiver. What the
- * counters count is the user's business (algo/window.h); both start at 0.
+ * counters count is the user's business (exec/window.h); both start at 0.
  * Everything lies inside [base, base + bytes), page-aligned, for one
  * registration with the device.
  */

@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 int ncclGetVersion(int *version); /* from libnccl.so.2, whichever answers */
 

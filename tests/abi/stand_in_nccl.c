@@ -3,7 +3,7 @@
  * as build/test-tools/stand-in-nccl/libnccl.so.2) for the tests of the
  * vendor library search (tests/scripts/test_nccl_search.sh,
  * tests/unit/test_lib_search.c). It exports every entry point the NCCL
- * loader requires (src/vendor/nccl/nccl_loader.c, resolve()) and reports
+ * loader requires (src/ccl/nccl/nccl_loader.c, resolve()) and reports
  * version 2.19.3, so the loader takes it; everything else fails with
  * ncclInvalidUsage. It must not export hetcclGetVersion: it plays the
  * vendor, not HetCCL. Written without nccl.h, as NCCL has its own.

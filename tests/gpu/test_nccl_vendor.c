@@ -19,7 +19,7 @@
 #include "device/device.h"
 #include "gpu_check.h"
 #include "gpu_ref.h"
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 int g_pass, g_fail;
 

@@ -33,7 +33,7 @@
 #error "HETCCL_TEST_FAKE_NCCL (path of the stand-in vendor library) must be defined by the build"
 #endif
 
-/* Exported by libhetccl.so for the face and its tests (src/vendor/nccl/nccl_real.h). */
+/* Exported by libhetccl.so for the face and its tests (src/ccl/nccl/nccl_real.h). */
 void hetcclInternalNcclRealEnter(const void *real_symbol);
 void hetcclInternalNcclRealLeave(void);
 

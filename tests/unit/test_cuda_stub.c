@@ -22,7 +22,7 @@
 #include "device/cuda/cuda_internal.h"
 #include "device/device.h"
 #include "util/error.h"
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 static int g_pass, g_fail;
 

@@ -28,7 +28,7 @@
 #include "hetccl.h"
 #include "transport/transport.h"
 #include "util/error.h"
-#include "vendor/vendor.h"
+#include "ccl/ccl.h"
 
 #define MAXR 8
 #define GUARD 64

@@ -1,6 +1,6 @@
 /*
- * The vendor library search (src/vendor/lib_search.h) and its reader of
- * the linker cache (src/vendor/ld_cache.h):
+ * The vendor library search (src/ccl/lib_search.h) and its reader of
+ * the linker cache (src/ccl/ld_cache.h):
  *   - caches in the new, compat and old layouts give the entries for the
  *     soname in order, without hwcap or other-ABI entries; every truncation,
  *     random corruption and garbage is read without touching a byte past
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vendor/ld_cache.h"
-#include "vendor/lib_search.h"
+#include "ccl/ld_cache.h"
+#include "ccl/lib_search.h"
 
 static int g_pass, g_fail;
 

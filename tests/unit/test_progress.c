@@ -1,5 +1,5 @@
 /*
- * The progress engine of GPU ranks (src/algo/progress.c) over real shm links
+ * The progress engine of GPU ranks (src/exec/progress.c) over real shm links
  * inside one process. CI has no GPU, so the engine gets a fake device ops
  * table: pinned memory is aligned malloc (device address == host address)
  * and an event is a flag the test sets when "its device work is done". That
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algo/progress.h"
+#include "exec/progress.h"
 #include "device/device.h"
 #include "transport/transport.h"
 #include "unit_check.h"

@@ -1,6 +1,6 @@
 /*
- * Device windows (src/algo/window.c) and the GPU executor's window path
- * (src/algo/exec_device.c) over real shm links inside one process. CI has no
+ * Device windows (src/exec/window.c) and the GPU executor's window path
+ * (src/exec/exec_device.c) over real shm links inside one process. CI has no
  * GPU, so every rank runs on fake_stream_device.h: streams are threads that
  * run their work in order, with random delays and copies in pieces, and
  * stream waits spin on the real 32-bit counters in the shm segment. Nothing
@@ -36,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "algo/exec.h"
-#include "algo/exec_device.h"
-#include "algo/window.h"
+#include "exec/exec.h"
+#include "exec/exec_device.h"
+#include "exec/window.h"
 #include "device/device.h"
 #include "device/reduce.h"
 #include "fake_stream_device.h"

@@ -1,5 +1,5 @@
 /*
- * Vendor libraries, found by the library's own search (src/vendor/
+ * Vendor libraries, found by the library's own search (src/ccl/
  * lib_search.h): NCCL exactly as the NCCL vendor finds and accepts it,
  * RCCL through the same rule with its descriptor. When the soname itself
  * is HetCCL's face (LD_PRELOAD of build/lib/libnccl.so.2), that is said
@@ -9,8 +9,8 @@
 #include <stdio.h>
 
 #include "info.h"
-#include "vendor/lib_search.h"
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/lib_search.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 typedef int (*get_version_fn)(int *version);
 

@@ -12,7 +12,7 @@
 #include "nccl_direct.h"
 #include "report.h"
 #include "values.h"
-#include "vendor/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_vendor.h"
 
 /*
  * Buffers. Host mode: the library reads and writes sbuf/rbuf, plain host

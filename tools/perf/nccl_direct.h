@@ -1,6 +1,6 @@
 /*
  * --lib nccl: the reference. The same benchmark calls NCCL itself, loaded
- * by HetCCL's own loader (src/vendor/nccl: HETCCL_NCCL_LIBRARY, then
+ * by HetCCL's own loader (src/ccl/nccl: HETCCL_NCCL_LIBRARY, then
  * libnccl.so.2, then the search past HetCCL's face), with an NCCL
  * communicator made the NCCL way: rank 0's ncclGetUniqueId, handed to the
  * others as hetccl-perf hands out HetCCL's id, then ncclCommInitRank on
@@ -10,7 +10,7 @@
 #define HETCCL_PERF_NCCL_DIRECT_H
 
 #include "colls.h"
-#include "vendor/nccl/nccl_api.h"
+#include "ccl/nccl/nccl_api.h"
 #include "world.h"
 
 struct perf_nccl {

@@ -1,0 +1,34 @@
+/*
+ * AllReduce: below small_bytes every rank sends its contribution to every
+ * other and reduces all n in rank order (one hop, identical bits everywhere);
+ * above, a pipelined ring reduce-scatter then ring all-gather, reducing
+ * straight from the link into the output, which also holds the partial sums.
+ * Both give every rank bitwise the same result: the small path by a common
+ * reduction order, the ring because each shard is finished once, by its
+ * owner, and then copied to everyone.
+ */
+#include "device/reduce.h"
+#include "util/error.h"
+#include "ccl/builtin/engine.h"
+
+hetcclResult_t eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+  size_t ts = hetccl_type_size(op->dtype);
+  size_t bytes = op->count * ts;
+  if (op->count == 0) return hetcclSuccess;
+  if (vc->nranks == 1) {
+    eng_local_reduce(op);
+    return hetcclSuccess;
+  }
+  if (bytes < vc->small_bytes) {
+    struct eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = 0,
+                                .out = op->recvbuff};
+    return eng_direct_reduce(vc, "AllReduce", &d);
+  }
+  struct eng_parts g;
+  eng_parts_init(&g, op->count, vc->nranks, 1);
+  char *out = op->recvbuff;
+  char *own = out + eng_part_off(&g, vc->rank) * ts;
+  struct eng_ring_args a = {.op = op, .count = op->count, .rs = 1, .ag = 1, .in = op->sendbuff, .acc = out,
+                            .own_out = own, .out = out, .own_src = own};
+  return eng_ring(vc, "AllReduce", &a);
+}

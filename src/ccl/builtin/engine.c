@@ -1,0 +1,133 @@
+/*
+ * HetCCL's built-in collective engine for a domain of host-memory ranks:
+ * init/run/destroy and the dispatch of each operation to its algorithm.
+ *
+ * run() posts all of the batch's SEND/RECV operations first, then executes
+ * its collectives one after another in the order given while those
+ * point-to-point transfers keep progressing, then completes them. So the
+ * whole batch behaves as one concurrent group, as in NCCL: a rank whose
+ * batch holds a receive and a collective still serves a peer that sends to
+ * it in one batch and joins the collective in the next.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "util/log.h"
+#include "ccl/builtin/engine.h"
+
+hetcclResult_t eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out) {
+  if (bytes > vc->scratch_bytes) {
+    /* Grow once to the largest shape seen; contents need not survive. */
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes)) {
+      return hetccl_error(hetcclSystemError, "builtin engine: cannot allocate %zu bytes of scratch", bytes);
+    }
+    free(vc->scratch);
+    vc->scratch = p;
+    vc->scratch_bytes = bytes;
+  }
+  *out = vc->scratch;
+  return hetcclSuccess;
+}
+
+static void builtin_destroy(hetccl_vcomm *vc) {
+  if (!vc) return;
+  free(vc->links);
+  free(vc->chans);
+  free(vc->scratch);
+  free(vc->p2p_order);
+  free(vc->p2p_start);
+  free(vc->p2p_req);
+  free(vc->p2p_local);
+  free(vc);
+}
+
+static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl_vcomm **out) {
+  hetcclResult_t rc = hetcclSuccess;
+  int n = args->nranks;
+  *out = NULL;
+  if (n < 1 || args->rank < 0 || args->rank >= n || (n > 1 && !args->links)) {
+    return hetccl_error(hetcclInternalError, "builtin engine: bad init (rank %d of %d, links %p)", args->rank, n,
+                        (void *)args->links);
+  }
+  for (int r = 0; r < n; r++) {
+    if (r != args->rank && !args->links[r])
+      return hetccl_error(hetcclInternalError, "builtin engine: rank %d has no link to domain rank %d", args->rank, r);
+  }
+  struct hetccl_vcomm *vc = calloc(1, sizeof *vc);
+  if (!vc) return hetccl_error(hetcclSystemError, "builtin engine: out of memory");
+  vc->rank = args->rank;
+  vc->nranks = n;
+  vc->timeout_ms = args->timeout_ms;
+  vc->chunk_bytes = args->chunk_bytes ? args->chunk_bytes : (512u << 10);
+  vc->small_bytes = args->small_bytes;
+  vc->links = calloc((size_t)n, sizeof *vc->links);
+  /* A flow uses at most one send and one receive channel per peer; a
+   * collective's flow and its batch's send/recv flow exist at once. */
+  vc->chans = calloc((size_t)(4 * n), sizeof *vc->chans);
+  vc->p2p_start = calloc((size_t)(2 * n + 1), sizeof *vc->p2p_start);
+  if (!vc->links || !vc->chans || !vc->p2p_start) {
+    rc = hetccl_error(hetcclSystemError, "builtin engine: out of memory");
+    goto fail;
+  }
+  for (int r = 0; r < n; r++) vc->links[r] = r == args->rank ? NULL : args->links[r];
+  HETCCL_INFO("builtin engine: rank %d of %d, chunk %zu bytes, small below %zu bytes", vc->rank, n, vc->chunk_bytes,
+              vc->small_bytes);
+  *out = vc;
+  return hetcclSuccess;
+fail:
+  builtin_destroy(vc);
+  return rc;
+}
+
+static hetcclResult_t run_collective(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+  switch (op->coll) {
+    case HETCCL_COLL_ALLREDUCE: return eng_allreduce(vc, op);
+    case HETCCL_COLL_BROADCAST: return eng_broadcast(vc, op);
+    case HETCCL_COLL_REDUCE: return eng_reduce(vc, op);
+    case HETCCL_COLL_ALLGATHER: return eng_allgather(vc, op);
+    case HETCCL_COLL_REDUCESCATTER: return eng_reducescatter(vc, op);
+    case HETCCL_COLL_ALLTOALL: return eng_alltoall(vc, op);
+    case HETCCL_COLL_ALLTOALLV: return eng_alltoallv(vc, op);
+    case HETCCL_COLL_GATHER: return eng_gather(vc, op);
+    case HETCCL_COLL_SCATTER: return eng_scatter(vc, op);
+    default: return hetccl_error(hetcclInternalError, "builtin engine: unknown operation %d", op->coll);
+  }
+}
+
+static hetcclResult_t builtin_run(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops) {
+  hetcclResult_t rc = hetcclSuccess;
+  struct eng_flow *p2p = &vc->p2p_flow;
+  int np2p = 0;
+  for (int i = 0; i < nops; i++) np2p += ops[i].coll == HETCCL_COLL_SEND || ops[i].coll == HETCCL_COLL_RECV;
+  if (np2p) {
+    /* Posted before any collective on every rank, so on each link the
+     * point-to-point messages precede the collectives' on both sides. */
+    HETCCL_TRY(eng_sendrecv_start(vc, ops, nops, p2p));
+    vc->bg = p2p;
+  }
+  for (int i = 0; i < nops; i++) {
+    const struct hetccl_op *op = &ops[i];
+    if (op->coll == HETCCL_COLL_SEND || op->coll == HETCCL_COLL_RECV) continue;
+    HETCCL_TRACE("builtin rank %d: %s count %zu type %d root %d", vc->rank, hetccl_coll_name(op->coll), op->count,
+                 (int)op->dtype, op->root);
+    HETCCL_CHECK(run_collective(vc, op));
+  }
+  if (np2p) {
+    vc->bg = NULL;
+    HETCCL_CHECK(eng_flow_run(p2p));
+  }
+  return hetcclSuccess;
+fail:
+  vc->bg = NULL;
+  return rc;
+}
+
+const struct hetccl_vendor_ops hetccl_vendor_builtin = {
+    .version = HETCCL_VENDOR_OPS_VERSION,
+    .name = "builtin",
+    .init = builtin_init,
+    .run = builtin_run,
+    .destroy = builtin_destroy,
+};

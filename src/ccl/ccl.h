@@ -1,0 +1,50 @@
+/*
+ * Vendor libraries: what serves the ranks of one domain together. NCCL and
+ * RCCL (through dlopen) and HetCCL's built-in engine (host ranks, or a kind
+ * with no library) sit behind this one table, so plans never know which
+ * library they drive.
+ *
+ * run() executes one group's worth of operations of one communicator, as one
+ * vendor group: collectives in the order given, and all point-to-point
+ * operations of the batch progressed together (a grouped send/recv exchange
+ * must not deadlock). On host ranks run() returns when everything completed.
+ */
+#ifndef HETCCL_CCL_CCL_H
+#define HETCCL_CCL_CCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetccl.h"
+#include "core/op.h"
+#include "transport/transport.h"
+
+typedef struct hetccl_vcomm hetccl_vcomm;
+
+/* What a vendor library is given to build a communicator over one domain. */
+struct hetccl_vendor_init {
+  int rank;                /* rank within the domain */
+  int nranks;              /* ranks in the domain */
+  int device;              /* device ordinal (-1: host) */
+  hetccl_link **links;     /* built-in engine: a link to each domain rank, NULL at `rank` */
+  int64_t timeout_ms;
+  size_t chunk_bytes;
+  size_t small_bytes;
+  /* Vendor libraries with their own unique id: domain rank 0 makes it, all
+   * ranks of the domain receive it through this (a broadcast within the domain). */
+  hetcclResult_t (*bcast)(void *ctx, void *buf, size_t bytes);
+  void *bcast_ctx;
+};
+
+struct hetccl_vendor_ops {
+  unsigned version; /* HETCCL_VENDOR_OPS_VERSION */
+  const char *name;
+  hetcclResult_t (*init)(const struct hetccl_vendor_init *args, hetccl_vcomm **out);
+  hetcclResult_t (*run)(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops);
+  void (*destroy)(hetccl_vcomm *vc);
+};
+#define HETCCL_VENDOR_OPS_VERSION 1
+
+extern const struct hetccl_vendor_ops hetccl_vendor_builtin;
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * NCCL as the vendor library of a cuda domain. Pass-through adds nothing:
+ * one operation becomes exactly one NCCL call on the operation's own
+ * stream, issued on the caller's thread (NCCL picks its device from the
+ * communicator). A group of several operations, or one that NCCL spells as
+ * several calls (all-to-all-v; all-to-all, gather and scatter before 2.28),
+ * goes in one ncclGroupStart/End.
+ *
+ * Reductions: sum/prod/max/min map directly. A premul becomes a PreMulSum
+ * operator made for the call (host-immediate scalar) and destroyed after
+ * the group; a premul by exactly 1/n on an n-rank communicator, or a sum
+ * post-divided by n, is the user's Avg over this whole communicator and
+ * becomes ncclAvg (NCCL implements Avg the same way). A post-division by
+ * anything else (a domain inside a larger communicator) is a sum followed
+ * by HetCCL's own division kernel on the same stream. NCCL has no PreMulSum
+ * or Avg for fp8: an fp8 AllReduce with premul scales into recvbuff with
+ * HetCCL's kernel and sums there; other fp8 premul collectives are refused.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "ccl/nccl/nccl_api.h"
+#include "ccl/nccl/nccl_vendor.h"
+
+struct nccl_vcomm {
+  const struct hetccl_nccl *api;
+  ncclComm_t comm;
+  int rank, nranks, device;
+  ncclRedOp_t *made;  /* PreMulSum operators made for the current group */
+  int nmade, made_cap;
+};
+
+#define NCCL_TRY(vc, call, what)                                                     \
+  do {                                                                               \
+    ncclResult_t nccl_r_ = (call);                                                   \
+    if (nccl_r_ != NCCL_SUCCESS) return hetccl_nccl_error((vc)->api, (vc)->comm, nccl_r_, what); \
+  } while (0)
+
+static hetcclResult_t nccl_init(const struct hetccl_vendor_init *args, hetccl_vcomm **out) {
+  hetcclResult_t rc = hetcclSuccess;
+  const struct hetccl_nccl *api;
+  const struct hetccl_device_ops *dev = &hetccl_device_cuda;
+  struct nccl_vcomm *vc = NULL;
+  int pushed = 0;
+  ncclUniqueId id;
+  HETCCL_CHECK(hetccl_nccl_load(&api));
+  vc = calloc(1, sizeof *vc);
+  if (!vc) return hetccl_error(hetcclSystemError, "out of memory for an NCCL communicator");
+  vc->api = api;
+  vc->rank = args->rank;
+  vc->nranks = args->nranks;
+  vc->device = args->device;
+  memset(&id, 0, sizeof id);
+  if (args->rank == 0 && api->GetUniqueId(&id) != NCCL_SUCCESS) {
+    rc = hetccl_error(hetcclInternalError, "ncclGetUniqueId failed");
+    goto fail;
+  }
+  if (args->nranks > 1) {
+    if (!args->bcast) {
+      rc = hetccl_error(hetcclInternalError, "NCCL vendor init without a broadcast for its unique id");
+      goto fail;
+    }
+    HETCCL_CHECK(args->bcast(args->bcast_ctx, &id, sizeof id));
+  }
+  /* NCCL takes its device from the current context: enter the rank's
+   * device for the call, leave the caller's context as it was. */
+  HETCCL_CHECK(dev->ctx_push(args->device));
+  pushed = 1;
+  ncclResult_t r = api->CommInitRank(&vc->comm, args->nranks, id, args->rank);
+  if (r != NCCL_SUCCESS) {
+    rc = hetccl_nccl_error(api, NULL, r, "ncclCommInitRank");
+    goto fail;
+  }
+  HETCCL_CHECK(dev->ctx_pop());
+  HETCCL_INFO("NCCL communicator: rank %d of %d on CUDA device %d", args->rank, args->nranks, args->device);
+  *out = (hetccl_vcomm *)vc;
+  return hetcclSuccess;
+fail:
+  if (pushed) (void)dev->ctx_pop();
+  free(vc);
+  return rc;
+}
+
+static int fp8(hetcclDataType_t dt) { return dt == hetcclFloat8e4m3 || dt == hetcclFloat8e5m2; }
+
+/* Whether the premul scalar is exactly 1/nranks in the (floating) data type. */
+static int scalar_is_avg(const struct nccl_vcomm *vc, hetcclDataType_t dt, uint64_t scalar) {
+  uint64_t avg = 0;
+  if (!hetccl_type_is_float(dt)) return 0; /* integer Avg is a post-division; 1/n is 0 here */
+  hetccl_scalar_encode(dt, 1.0 / (double)vc->nranks, &avg);
+  return avg == scalar;
+}
+
+/* A post-division NCCL cannot do (a divisor other than this communicator's
+ * size): the result this rank holds is divided after the group. */
+static int needs_post_division(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
+  if (!op->redop.postdiv || op->redop.divisor == vc->nranks || op->redop.divisor == 1) return 0;
+  switch (op->coll) {
+    case HETCCL_COLL_ALLREDUCE:
+    case HETCCL_COLL_REDUCESCATTER: return 1;
+    case HETCCL_COLL_REDUCE: return vc->rank == op->root;
+    default: return 0;
+  }
+}
+
+/* The NCCL operator of `op` (made here for a premul, destroyed after the group). */
+static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *op, ncclRedOp_t *out) {
+  const hetccl_redop *r = &op->redop;
+  if ((r->premul || r->postdiv) && r->combine != HETCCL_COMBINE_SUM)
+    return hetccl_error(hetcclInternalError, "NCCL vendor: premul/postdiv with combine %d", r->combine);
+  if (r->premul && r->postdiv)
+    return hetccl_error(hetcclInternalError, "NCCL vendor: premul and postdiv together");
+  if (r->premul) {
+    if (fp8(op->dtype))
+      return hetccl_error(hetcclInvalidArgument, "NCCL supports no PreMulSum or Avg for fp8 %s (AllReduce only is emulated)",
+                          hetccl_coll_name(op->coll));
+    if (scalar_is_avg(vc, op->dtype, r->scalar)) {
+      *out = NCCL_OP_AVG;
+      return hetcclSuccess;
+    }
+    uint64_t scalar = r->scalar; /* the element sits in the low bytes (little endian) */
+    ncclRedOp_t made;
+    NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, &scalar, (ncclDataType_t)op->dtype, NCCL_SCALAR_HOST_IMMEDIATE, vc->comm),
+             "ncclRedOpCreatePreMulSum");
+    vc->made[vc->nmade++] = made;
+    *out = made;
+    return hetcclSuccess;
+  }
+  if (r->postdiv) {
+    *out = r->divisor == vc->nranks ? NCCL_OP_AVG : NCCL_OP_SUM; /* else divided after the group */
+    return hetcclSuccess;
+  }
+  *out = (ncclRedOp_t)r->combine; /* HETCCL_COMBINE_* equal NCCL's Sum..Min */
+  return hetcclSuccess;
+}
+
+/* Whether NCCL needs several calls for `op` (they must share a group). */
+static int multi_call(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
+  switch (op->coll) {
+    case HETCCL_COLL_ALLTOALLV: return 1;
+    case HETCCL_COLL_ALLTOALL: return !vc->api->AlltoAll;
+    case HETCCL_COLL_GATHER: return !vc->api->Gather;
+    case HETCCL_COLL_SCATTER: return !vc->api->Scatter;
+    default: return 0;
+  }
+}
+
+/* HetCCL's own element-wise kernel on the op's stream (dst = A(src) or
+ * finish(src)), in the rank's device context whatever thread calls run(). */
+static hetcclResult_t kernel_on_device(struct nccl_vcomm *vc, void *dst, const void *src, const struct hetccl_op *op,
+                                       unsigned flags) {
+  const struct hetccl_device_ops *dev = &hetccl_device_cuda;
+  HETCCL_TRY(dev->ctx_push(vc->device));
+  hetcclResult_t rc = dev->reduce(dst, src, NULL, op->count, op->dtype, &op->redop, flags, op->stream);
+  hetcclResult_t pop = dev->ctx_pop();
+  return rc != hetcclSuccess ? rc : pop;
+}
+
+/* Issues the NCCL call(s) of one operation. */
+static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
+  const struct hetccl_nccl *api = vc->api;
+  ncclDataType_t dt = (ncclDataType_t)op->dtype;
+  nccl_stream_t s = op->stream;
+  size_t esz = hetccl_type_size(op->dtype);
+  const char *send = op->sendbuff;
+  char *recv = op->recvbuff;
+  ncclRedOp_t rop = NCCL_OP_SUM;
+  if (vc->nranks == 1 && op->redop.premul &&
+      (op->coll == HETCCL_COLL_ALLREDUCE || op->coll == HETCCL_COLL_REDUCE || op->coll == HETCCL_COLL_REDUCESCATTER)) {
+    /* One rank: the result is the scaled input. NCCL 2.28.9's PreMulSum (and
+     * Avg) on a one-rank communicator gets the elements past the last whole
+     * 2^20-element block wrong (seen on an H200, int8/int32/float16), so
+     * HetCCL scales with its own kernel on the same stream. */
+    return kernel_on_device(vc, recv, send, op, HETCCL_REDUCE_SCALE_A);
+  }
+  switch (op->coll) {
+    case HETCCL_COLL_ALLREDUCE:
+      if (op->redop.premul && fp8(op->dtype)) {
+        /* NCCL has no PreMulSum or Avg for fp8: scale into recvbuff with
+         * HetCCL's kernel (same stream, so before NCCL's), then sum in place. */
+        HETCCL_TRY(kernel_on_device(vc, recv, send, op, HETCCL_REDUCE_SCALE_A));
+        NCCL_TRY(vc, api->AllReduce(recv, recv, op->count, dt, NCCL_OP_SUM, vc->comm, s), "ncclAllReduce");
+        return hetcclSuccess;
+      }
+      HETCCL_TRY(nccl_redop(vc, op, &rop));
+      NCCL_TRY(vc, api->AllReduce(send, recv, op->count, dt, rop, vc->comm, s), "ncclAllReduce");
+      return hetcclSuccess;
+    case HETCCL_COLL_REDUCE:
+      HETCCL_TRY(nccl_redop(vc, op, &rop));
+      NCCL_TRY(vc, api->Reduce(send, recv, op->count, dt, rop, op->root, vc->comm, s), "ncclReduce");
+      return hetcclSuccess;
+    case HETCCL_COLL_REDUCESCATTER:
+      HETCCL_TRY(nccl_redop(vc, op, &rop));
+      NCCL_TRY(vc, api->ReduceScatter(send, recv, op->count, dt, rop, vc->comm, s), "ncclReduceScatter");
+      return hetcclSuccess;
+    case HETCCL_COLL_BROADCAST:
+      NCCL_TRY(vc, api->Broadcast(send, recv, op->count, dt, op->root, vc->comm, s), "ncclBroadcast");
+      return hetcclSuccess;
+    case HETCCL_COLL_ALLGATHER:
+      NCCL_TRY(vc, api->AllGather(send, recv, op->count, dt, vc->comm, s), "ncclAllGather");
+      return hetcclSuccess;
+    case HETCCL_COLL_SEND:
+      NCCL_TRY(vc, api->Send(send, op->count, dt, op->root, vc->comm, s), "ncclSend");
+      return hetcclSuccess;
+    case HETCCL_COLL_RECV:
+      NCCL_TRY(vc, api->Recv(recv, op->count, dt, op->root, vc->comm, s), "ncclRecv");
+      return hetcclSuccess;
+    case HETCCL_COLL_ALLTOALL:
+      if (api->AlltoAll) {
+        NCCL_TRY(vc, api->AlltoAll(send, recv, op->count, dt, vc->comm, s), "ncclAlltoAll");
+        return hetcclSuccess;
+      }
+      for (int p = 0; p < vc->nranks; p++) {
+        NCCL_TRY(vc, api->Send(send + (size_t)p * op->count * esz, op->count, dt, p, vc->comm, s), "ncclSend");
+        NCCL_TRY(vc, api->Recv(recv + (size_t)p * op->count * esz, op->count, dt, p, vc->comm, s), "ncclRecv");
+      }
+      return hetcclSuccess;
+    case HETCCL_COLL_ALLTOALLV:
+      if (!op->sendcounts || !op->sdispls || !op->recvcounts || !op->rdispls)
+        return hetccl_error(hetcclInternalError, "NCCL vendor: AlltoAllv without counts");
+      for (int p = 0; p < vc->nranks; p++) {
+        if (op->sendcounts[p])
+          NCCL_TRY(vc, api->Send(send + op->sdispls[p] * esz, op->sendcounts[p], dt, p, vc->comm, s), "ncclSend");
+        if (op->recvcounts[p])
+          NCCL_TRY(vc, api->Recv(recv + op->rdispls[p] * esz, op->recvcounts[p], dt, p, vc->comm, s), "ncclRecv");
+      }
+      return hetcclSuccess;
+    case HETCCL_COLL_GATHER:
+      if (api->Gather) {
+        NCCL_TRY(vc, api->Gather(send, recv, op->count, dt, op->root, vc->comm, s), "ncclGather");
+        return hetcclSuccess;
+      }
+      NCCL_TRY(vc, api->Send(send, op->count, dt, op->root, vc->comm, s), "ncclSend");
+      if (vc->rank == op->root)
+        for (int p = 0; p < vc->nranks; p++)
+          NCCL_TRY(vc, api->Recv(recv + (size_t)p * op->count * esz, op->count, dt, p, vc->comm, s), "ncclRecv");
+      return hetcclSuccess;
+    case HETCCL_COLL_SCATTER:
+      if (api->Scatter) {
+        NCCL_TRY(vc, api->Scatter(send, recv, op->count, dt, op->root, vc->comm, s), "ncclScatter");
+        return hetcclSuccess;
+      }
+      if (vc->rank == op->root)
+        for (int p = 0; p < vc->nranks; p++)
+          NCCL_TRY(vc, api->Send(send + (size_t)p * op->count * esz, op->count, dt, p, vc->comm, s), "ncclSend");
+      NCCL_TRY(vc, api->Recv(recv, op->count, dt, op->root, vc->comm, s), "ncclRecv");
+      return hetcclSuccess;
+    default:
+      return hetccl_error(hetcclInternalError, "NCCL vendor: unknown operation %d", op->coll);
+  }
+}
+
+static hetcclResult_t nccl_run(hetccl_vcomm *handle, const struct hetccl_op *ops, int nops) {
+  struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
+  hetcclResult_t rc = hetcclSuccess;
+  if (nops <= 0) return hetcclSuccess;
+  if (nops > vc->made_cap) {
+    ncclRedOp_t *m = realloc(vc->made, (size_t)nops * sizeof *m);
+    if (!m) return hetccl_error(hetcclSystemError, "out of memory for NCCL operators");
+    vc->made = m;
+    vc->made_cap = nops;
+  }
+  vc->nmade = 0;
+  int grouped = nops > 1 || multi_call(vc, &ops[0]);
+  if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
+  for (int i = 0; i < nops && rc == hetcclSuccess; i++) rc = issue(vc, &ops[i]);
+  if (grouped) {
+    /* Always close the group, also after a failed call inside it. */
+    ncclResult_t r = vc->api->GroupEnd();
+    if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclGroupEnd");
+  }
+  for (int i = 0; i < vc->nmade; i++) {
+    ncclResult_t r = vc->api->RedOpDestroy(vc->made[i], vc->comm);
+    if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclRedOpDestroy");
+  }
+  vc->nmade = 0;
+  if (rc != hetcclSuccess) return rc;
+  /* Post-division of the result this rank holds, after NCCL's sum. */
+  for (int i = 0; i < nops; i++)
+    if (needs_post_division(vc, &ops[i])) HETCCL_TRY(kernel_on_device(vc, ops[i].recvbuff, ops[i].recvbuff, &ops[i], HETCCL_REDUCE_FINISH));
+  return hetcclSuccess;
+}
+
+static void nccl_destroy(hetccl_vcomm *handle) {
+  struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
+  if (!vc) return;
+  if (vc->comm) {
+    ncclResult_t r = vc->api->CommDestroy(vc->comm);
+    if (r != NCCL_SUCCESS) (void)hetccl_nccl_error(vc->api, vc->comm, r, "ncclCommDestroy");
+  }
+  free(vc->made);
+  free(vc);
+}
+
+const struct hetccl_vendor_ops hetccl_vendor_nccl = {
+    .version = HETCCL_VENDOR_OPS_VERSION,
+    .name = "nccl",
+    .init = nccl_init,
+    .run = nccl_run,
+    .destroy = nccl_destroy,
+};

@@ -1,0 +1,55 @@
+/*
+ * What one call asks for: the collective and its arguments. Core owns this
+ * vocabulary; it is plain data, with no functions of core behind it, so the
+ * layers below core that carry operations (plans, executors, the libraries
+ * that serve a domain) include this header and nothing else of core.
+ */
+#ifndef HETCCL_CORE_OP_H
+#define HETCCL_CORE_OP_H
+
+#include <stddef.h>
+
+#include "hetccl.h"
+#include "device/reduce.h"
+
+enum hetccl_coll {
+  HETCCL_COLL_ALLREDUCE = 0,
+  HETCCL_COLL_BROADCAST,
+  HETCCL_COLL_REDUCE,
+  HETCCL_COLL_ALLGATHER,
+  HETCCL_COLL_REDUCESCATTER,
+  HETCCL_COLL_ALLTOALL,
+  HETCCL_COLL_ALLTOALLV,
+  HETCCL_COLL_GATHER,
+  HETCCL_COLL_SCATTER,
+  HETCCL_COLL_SEND,
+  HETCCL_COLL_RECV,
+  HETCCL_COLL_COUNT
+};
+
+static inline const char *hetccl_coll_name(int coll) {
+  static const char *const names[HETCCL_COLL_COUNT] = {
+      "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll",
+      "AlltoAllv", "Gather",    "Scatter", "Send",     "Recv"};
+  return coll >= 0 && coll < HETCCL_COLL_COUNT ? names[coll] : "unknown";
+}
+
+/*
+ * One operation, in the vendor communicator's rank numbering. `count` is as
+ * in the NCCL call (per-rank counts for AllGather/ReduceScatter/AlltoAll/
+ * Gather/Scatter). `root` is the root for rooted collectives and the peer for
+ * Send/Recv. The v-arrays (AlltoAllv) hold one entry per rank, in elements.
+ */
+struct hetccl_op {
+  int coll;
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;
+  hetcclDataType_t dtype;
+  hetccl_redop redop;
+  int root;
+  const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
+  hetcclStream_t stream;
+};
+
+#endif

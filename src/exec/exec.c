@@ -1,0 +1,163 @@
+#include "exec/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_device.h"
+#include "device/device.h"
+#include "util/array.h"
+#include "util/error.h"
+
+size_t hetccl_link_chunk(size_t bytes) {
+  const size_t min = (size_t)1 << 20, max_chunks = 4;
+  size_t c = (bytes + max_chunks - 1) / max_chunks;
+  c = (c + 63) & ~(size_t)63;
+  return c < min ? min : c;
+}
+
+hetcclResult_t hetccl_exec_scratch(struct hetccl_exec *ex, int slot, size_t bytes, void **ptr) {
+  if (ex->dexec) return hetccl_dexec_scratch(ex->dexec, slot, bytes, ex->stream, ptr);
+  return hetccl_scratch_get(&ex->scratch[slot], bytes, ptr);
+}
+
+hetcclResult_t hetccl_exec_copy(struct hetccl_exec *ex, void *dst, const void *src, size_t bytes) {
+  if (bytes == 0 || dst == src) return hetcclSuccess;
+  if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->copy_async(dst, src, bytes, ex->stream);
+  memmove(dst, src, bytes);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_exec_zero(struct hetccl_exec *ex, void *dst, size_t bytes) {
+  if (bytes == 0) return hetcclSuccess;
+  if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->zero_async(dst, bytes, ex->stream);
+  memset(dst, 0, bytes);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_exec_reduce(struct hetccl_exec *ex, void *dst, const void *a, const void *b, size_t count,
+                                  hetcclDataType_t dt, const hetccl_redop *op) {
+  if (count == 0) return hetcclSuccess;
+  hetccl_redop plain = *op;
+  plain.premul = 0;
+  plain.postdiv = 0;
+  if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->reduce(dst, a, b, count, dt, &plain, 0, ex->stream);
+  hetccl_host_reduce(dst, a, 0, b, count, dt, &plain);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_exec_finish(struct hetccl_exec *ex, void *buf, size_t count, hetcclDataType_t dt,
+                                  const hetccl_redop *op) {
+  if (count == 0 || !op->postdiv) return hetcclSuccess;
+  if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->reduce(buf, buf, NULL, count, dt, op, HETCCL_REDUCE_FINISH, ex->stream);
+  hetccl_host_finish(buf, count, dt, op);
+  return hetcclSuccess;
+}
+
+static hetcclResult_t phase_add(struct hetccl_phase *ph, const struct hetccl_phase_xfer *x) {
+  HETCCL_TRY(hetccl_array_room((void **)&ph->x, &ph->cap, ph->n, sizeof *ph->x, 32, "a link phase"));
+  ph->x[ph->n++] = *x;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, hetccl_link *l, const void *buf, size_t bytes) {
+  struct hetccl_phase_xfer x = {.send = 1, .link = l, .src = buf, .bytes = bytes};
+  return phase_add(&ex->phase, &x);
+}
+
+hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, hetccl_link *l, void *buf, size_t bytes) {
+  struct hetccl_phase_xfer x = {.send = 0, .link = l, .dst = buf, .bytes = bytes};
+  return phase_add(&ex->phase, &x);
+}
+
+hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, void *dst, const void *a,
+                                       size_t count, hetcclDataType_t dt, const hetccl_redop *op) {
+  struct hetccl_phase_xfer x = {
+      .send = 0, .link = l, .dst = dst, .a = a, .bytes = count * hetccl_type_size(dt), .dt = dt, .op = *op};
+  x.op.premul = 0;
+  x.op.postdiv = 0;
+  return phase_add(&ex->phase, &x);
+}
+
+/* Host ranks: a received chunk is reduced straight from the link. */
+struct consume_arg {
+  char *dst;
+  const char *a;
+  hetcclDataType_t dt;
+  size_t esz;
+  const hetccl_redop *op;
+};
+
+static void reduce_consume(void *arg, size_t offset, const void *src, size_t bytes) {
+  const struct consume_arg *r = arg;
+  hetccl_host_reduce(r->dst + offset, r->a + offset, 0, src, bytes / r->esz, r->dt, r->op);
+}
+
+static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
+  struct hetccl_phase *ph = &ex->phase;
+  size_t nargs = 0;
+  for (int i = 0; i < ph->n; i++) {
+    size_t chunk = hetccl_link_chunk(ph->x[i].bytes);
+    if (ph->x[i].a) nargs += (ph->x[i].bytes + chunk - 1) / chunk;
+  }
+  if (nargs > ph->args_cap) {
+    void *a = realloc(ph->args, nargs * sizeof(struct consume_arg));
+    if (!a) return hetccl_error(hetcclSystemError, "out of memory for a link phase");
+    ph->args = a;
+    ph->args_cap = nargs;
+  }
+  struct consume_arg *args = ph->args;
+  size_t k = 0;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
+      if (x->send) {
+        HETCCL_TRY(hetccl_xfer_send(&ex->xfers, x->link, (const char *)x->src + off, n));
+      } else if (!x->a) {
+        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, NULL, NULL));
+      } else {
+        args[k] = (struct consume_arg){(char *)x->dst + off, (const char *)x->a + off, x->dt, hetccl_type_size(x->dt), &x->op};
+        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, reduce_consume, &args[k]));
+        k++;
+      }
+    }
+  }
+  return hetccl_xfer_wait(&ex->xfers, ex->timeout_ms, what);
+}
+
+hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what) {
+  hetcclResult_t rc;
+  if (ex->phase.n == 0) return hetcclSuccess;
+  if (ex->dexec) rc = hetccl_dexec_exchange(ex->dexec, &ex->phase, ex->stream);
+  else rc = host_exchange(ex, what);
+  ex->phase.n = 0;
+  return rc;
+}
+
+void hetccl_phase_free(struct hetccl_phase *ph) {
+  free(ph->x);
+  free(ph->args);
+  memset(ph, 0, sizeof *ph);
+}
+
+hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void **ptr) {
+  if (bytes > s->bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes)) return hetccl_error(hetcclSystemError, "out of memory for %zu bytes of scratch", bytes);
+    free(s->ptr);
+    s->ptr = p;
+    s->bytes = bytes;
+  }
+  *ptr = s->ptr;
+  return hetcclSuccess;
+}
+
+void hetccl_exec_free(struct hetccl_exec *ex, int abort) {
+  hetccl_dexec_destroy(ex->dexec, abort);
+  ex->dexec = NULL;
+  hetccl_phase_free(&ex->phase);
+  for (int i = 0; i < HETCCL_EXEC_SCRATCH_SLOTS; i++) free(ex->scratch[i].ptr);
+  hetccl_xfer_free(&ex->xfers);
+  memset(ex, 0, sizeof *ex);
+}

@@ -1,0 +1,362 @@
+#include "exec/exec_device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/progress.h"
+#include "exec/window.h"
+#include "util/array.h"
+#include "util/error.h"
+#include "util/time.h"
+#include "util/wait.h"
+
+struct dbuf {
+  void *host;  /* pinned staging: the CPU's address; device scratch: NULL */
+  void *dev;   /* the device's address */
+  size_t bytes;
+};
+
+/* Memory replaced while stream work may still use it: freed once `event`
+ * (recorded on that stream when it was replaced) has completed. */
+struct retired {
+  struct dbuf buf;
+  void *event;
+};
+
+struct hetccl_dexec {
+  const struct hetccl_device_ops *dev;
+  int device;
+  int64_t timeout_ms;
+  struct hetccl_progress *engine;
+  void *flag;
+  struct dbuf scratch[HETCCL_EXEC_SCRATCH_SLOTS];
+  struct dbuf send, recv;  /* pinned, device-mapped staging of one link phase */
+  struct retired *ret;
+  int nret, ret_cap;
+  void *done_event;        /* recorded after the last phase's stream work */
+  hetcclStream_t last_stream;
+  int used;
+  /* Device windows, by peer rank (NULL when no link has one). */
+  struct hetccl_dwin *win;
+  int nranks;
+  hetcclStream_t send_stream;  /* window sends: forked from and joined into the operation's stream */
+  void *fork_event, *join_event;
+};
+
+const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
+
+static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
+  if (b->host) d->dev->host_free(b->host);
+  else if (b->dev) d->dev->mem_free(d->device, b->dev);
+  memset(b, 0, sizeof *b);
+}
+
+static void reap(struct hetccl_dexec *d) {
+  int j = 0;
+  for (int i = 0; i < d->nret; i++) {
+    struct retired *r = &d->ret[i];
+    if (d->dev->event_query(r->event) == hetcclSuccess) {
+      dbuf_free(d, &r->buf);
+      d->dev->event_destroy(r->event);
+    } else {
+      d->ret[j++] = *r;
+    }
+  }
+  d->nret = j;
+}
+
+/* Staging and scratch are shared by every phase of this communicator: work
+ * on another stream than the last phase's starts after that phase's stream
+ * work (whose end follows the engine's last use of the staging). */
+static hetcclResult_t follow_last(struct hetccl_dexec *d, hetcclStream_t stream) {
+  if (!d->used || stream == d->last_stream) return hetcclSuccess;
+  return d->dev->stream_wait_event(stream, d->done_event);
+}
+
+static hetcclResult_t retire(struct hetccl_dexec *d, struct dbuf *b, hetcclStream_t stream) {
+  if (!b->dev) return hetcclSuccess;
+  /* The event below must also cover the last phase's use of `b`. */
+  HETCCL_TRY(follow_last(d, stream));
+  HETCCL_TRY(hetccl_array_room((void **)&d->ret, &d->ret_cap, d->nret, sizeof *d->ret, 8, "retired staging buffers"));
+  void *ev;
+  HETCCL_TRY(d->dev->event_create(d->device, &ev));
+  hetcclResult_t rc = d->dev->event_record(ev, stream);
+  if (rc != hetcclSuccess) {
+    d->dev->event_destroy(ev);
+    return rc;
+  }
+  d->ret[d->nret++] = (struct retired){*b, ev};
+  memset(b, 0, sizeof *b);
+  return hetcclSuccess;
+}
+
+/* Grows `b` to at least `bytes` (powers of two from 1 MiB, so a few calls of
+ * rising size settle quickly); the old memory is retired, not freed. */
+static hetcclResult_t ensure(struct hetccl_dexec *d, struct dbuf *b, size_t bytes, int pinned, hetcclStream_t stream) {
+  if (bytes <= b->bytes) return hetcclSuccess;
+  size_t cap = (size_t)1 << 20;
+  while (cap < bytes) cap *= 2;
+  HETCCL_TRY(retire(d, b, stream));
+  if (pinned) HETCCL_TRY(d->dev->host_alloc(d->device, cap, &b->host, &b->dev));
+  else HETCCL_TRY(d->dev->mem_alloc(d->device, cap, &b->dev));
+  b->bytes = cap;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t bytes, hetcclStream_t stream, void **ptr) {
+  reap(d);
+  HETCCL_TRY(ensure(d, &d->scratch[slot], bytes, 0, stream));
+  *ptr = d->scratch[slot].dev;
+  return hetcclSuccess;
+}
+
+/* The engine's watch: a window peer that left while this rank's streams
+ * still wait for it fails the communicator and releases every window wait,
+ * so no stream stays blocked on a process that is gone. */
+#define WINDOW_WATCH_MS 100
+static hetcclResult_t watch_windows(void *arg) {
+  struct hetccl_dexec *d = arg;
+  for (int r = 0; r < d->nranks; r++) {
+    hetcclResult_t rc = hetccl_dwin_watch(&d->win[r]);
+    if (rc == hetcclSuccess) continue;
+    for (int q = 0; q < d->nranks; q++) hetccl_dwin_release(&d->win[q]);
+    return rc;
+  }
+  return hetcclSuccess;
+}
+
+/* Prepares every link's device window (mapped at first use); the send stream,
+ * its events and the engine's watch exist only when some link has one. */
+static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
+  d->win = calloc((size_t)nranks, sizeof *d->win);
+  if (!d->win) return hetccl_error(hetcclSystemError, "out of memory for device windows");
+  d->nranks = nranks;
+  int any = 0;
+  for (int r = 0; r < nranks; r++) {
+    HETCCL_TRY(hetccl_dwin_open(d->dev, d->device, links ? links[r] : NULL, &d->win[r]));
+    any |= d->win[r].present;
+  }
+  if (!any) {
+    free(d->win);
+    d->win = NULL;
+    return hetcclSuccess;
+  }
+  HETCCL_TRY(d->dev->stream_create(d->device, &d->send_stream));
+  HETCCL_TRY(d->dev->event_create(d->device, &d->fork_event));
+  HETCCL_TRY(d->dev->event_create(d->device, &d->join_event));
+  hetccl_progress_watch(d->engine, watch_windows, d, WINDOW_WATCH_MS);
+  return hetcclSuccess;
+}
+
+static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *l) {
+  if (!d->win || !l || l->peer < 0 || l->peer >= d->nranks) return NULL;
+  return d->win[l->peer].present ? &d->win[l->peer] : NULL;
+}
+
+hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
+                                   atomic_int *error_out, hetccl_link *const *links, int nranks, struct hetccl_dexec **out) {
+  if (!dev->zero_async || !dev->reduce || !dev->copy_async || !dev->load_kernels)
+    return hetccl_error(hetcclInvalidUsage, "the %s device kind cannot run cross-domain collectives", dev->name);
+  /* Loaded now: a first launch later could wait on streams blocked on the engine. */
+  HETCCL_TRY(dev->load_kernels(device));
+  struct hetccl_dexec *d = calloc(1, sizeof *d);
+  if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
+  d->dev = dev;
+  d->device = device;
+  d->timeout_ms = timeout_ms;
+  hetcclResult_t rc = dev->event_create(device, &d->done_event);
+  if (rc != hetcclSuccess) {
+    d->done_event = NULL;
+    goto fail;
+  }
+  rc = hetccl_progress_create(dev, device, timeout_ms, error_out, &d->engine);
+  if (rc != hetcclSuccess) goto fail;
+  rc = open_windows(d, links, nranks);
+  if (rc != hetcclSuccess) goto fail;
+  d->flag = hetccl_progress_flag(d->engine);
+  *out = d;
+  return hetcclSuccess;
+fail:
+  hetccl_dexec_destroy(d, 0);
+  return rc;
+}
+
+/* Each staged transfer starts on a 64-byte boundary, so the reduce kernel
+ * reads aligned elements whatever the sizes of the transfers before it. */
+static size_t staged_span(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* Staged (engine) bytes of a phase in one direction. */
+static size_t staged_bytes(struct hetccl_dexec *d, const struct hetccl_phase *ph, int send) {
+  size_t t = 0;
+  for (int i = 0; i < ph->n; i++)
+    if (ph->x[i].send == send && !window_of(d, ph->x[i].link)) t += staged_span(ph->x[i].bytes);
+  return t;
+}
+
+/* Window sends on the send stream, after the operation's stream has reached
+ * this phase, and joined back before anything after the phase. */
+static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   int *forked) {
+  const struct hetccl_device_ops *D = d->dev;
+  *forked = 0;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dwin *w = x->send && x->bytes ? window_of(d, x->link) : NULL;
+    if (!w) continue;
+    if (!*forked) {
+      HETCCL_TRY(D->event_record(d->fork_event, stream));
+      HETCCL_TRY(D->stream_wait_event(d->send_stream, d->fork_event));
+      *forked = 1;
+    }
+    HETCCL_TRY(hetccl_dwin_send(w, x->src, x->bytes, d->send_stream));
+  }
+  if (*forked) HETCCL_TRY(D->event_record(d->join_event, d->send_stream));
+  return hetcclSuccess;
+}
+
+/* The engine's part of a phase: gate 0; each send chunk copied to staging
+ * and its event; (engine: receives, sends as gates open). *job is NULL when
+ * every transfer goes through windows. */
+static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   struct hetccl_progress_job **jobp) {
+  const struct hetccl_device_ops *D = d->dev;
+  *jobp = NULL;
+  int staged = 0;
+  for (int i = 0; i < ph->n; i++) staged |= !window_of(d, ph->x[i].link);
+  if (!staged) return hetcclSuccess;
+  HETCCL_TRY(ensure(d, &d->send, staged_bytes(d, ph, 1), 1, stream));
+  HETCCL_TRY(ensure(d, &d->recv, staged_bytes(d, ph, 0), 1, stream));
+  struct hetccl_progress_job *job;
+  void *ev;
+  int gate;
+  HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
+  HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+  HETCCL_TRY(D->event_record(ev, stream));
+  char *staging = d->send.host;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (!x->send || window_of(d, x->link)) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
+      HETCCL_TRY(D->copy_async(staging + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+      HETCCL_TRY(D->event_record(ev, stream));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate));
+    }
+    staging += staged_span(x->bytes);
+  }
+  char *landing = d->recv.host;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send || window_of(d, x->link)) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes);
+    for (size_t off = 0; off < x->bytes; off += chunk)
+      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0));
+    landing += staged_span(x->bytes);
+  }
+  hetccl_progress_submit(d->engine, job);
+  *jobp = job;
+  return hetcclSuccess;
+}
+
+/* For each staged receive chunk a wait on the engine's flag, then its copy
+ * or reduction out of staging; then a wait for the whole job. */
+static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
+                                   uint32_t base, uint32_t nrecv) {
+  const struct hetccl_device_ops *D = d->dev;
+  uint32_t k = 0;
+  size_t at = 0; /* offset in the receive staging */
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    if (x->send || window_of(d, x->link)) continue;
+    size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
+    for (size_t off = 0; off < x->bytes; off += chunk) {
+      size_t n = hetccl_chunk_len(x->bytes, off, chunk);
+      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
+      if (x->a)
+        HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
+                             x->dt, &x->op, 0, stream));
+      else
+        HETCCL_TRY(D->copy_async((char *)x->dst + off, (char *)d->recv.host + at + off, n, stream));
+    }
+    at += staged_span(x->bytes);
+  }
+  return D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ);
+}
+
+/* Stream order of one phase: window sends forked off; the engine's gate and
+ * staging copies; window receives; staged receives; the join; the done event. */
+hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
+  const struct hetccl_device_ops *D = d->dev;
+  reap(d);
+  HETCCL_TRY(follow_last(d, stream));
+  int forked;
+  struct hetccl_progress_job *job;
+  HETCCL_TRY(window_sends(d, ph, stream, &forked));
+  HETCCL_TRY(engine_sends(d, ph, stream, &job));
+  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0; /* the slot is reused after submit */
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
+    if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
+  }
+  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
+  if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
+  HETCCL_TRY(D->event_record(d->done_event, stream));
+  d->last_stream = stream;
+  d->used = 1;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_dexec_check_stream(struct hetccl_dexec *d, hetcclStream_t stream) {
+  int capturing = 0;
+  if (!d->dev->stream_capturing) return hetcclSuccess;
+  HETCCL_TRY(d->dev->stream_capturing(stream, &capturing));
+  if (!capturing) return hetcclSuccess;
+  return hetccl_error(hetcclInvalidUsage,
+                      "a cross-domain operation on a stream that is being captured into a graph: HetCCL cannot "
+                      "capture work across domains (each call's window counters and engine jobs are its own, so a "
+                      "replay could not repeat them); issue it outside the capture (a one-domain communicator "
+                      "passes capture through to the vendor library)");
+}
+
+hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d) { return hetccl_progress_drain(d->engine); }
+
+void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
+  if (!d) return;
+  hetccl_progress_destroy(d->engine, abort);
+  if (abort) {
+    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_release(&d->win[r]);
+    free(d->win); /* the mappings stay: the device may still use them */
+    free(d->ret); /* the memory itself stays: the device may still use it */
+    free(d);
+    return;
+  }
+  /* The last phase's stream work finishes before its memory goes. */
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  uint64_t deadline = hetccl_deadline_ms(d->timeout_ms);
+  int settled = 1;
+  while (d->used && d->done_event && d->dev->event_query(d->done_event) == hetcclInProgress) {
+    if (hetccl_expired(deadline)) {
+      settled = 0;
+      break;
+    }
+    hetccl_backoff_pause(&bo);
+  }
+  if (settled) {
+    for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) dbuf_free(d, &d->scratch[s]);
+    dbuf_free(d, &d->send);
+    dbuf_free(d, &d->recv);
+    reap(d);
+    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
+  }
+  if (d->send_stream) d->dev->stream_destroy(d->send_stream);
+  if (d->fork_event) d->dev->event_destroy(d->fork_event);
+  if (d->join_event) d->dev->event_destroy(d->join_event);
+  free(d->win);
+  if (d->done_event) d->dev->event_destroy(d->done_event);
+  free(d->ret);
+  free(d);
+}

@@ -1,0 +1,37 @@
+/*
+ * The plan executor of GPU ranks (exec.h): device scratch, pinned staging,
+ * and link phases: transfers to GPU ranks on this host go through the
+ * link's device window (window.h), sends on a stream of the executor's own
+ * forked from and joined back into the operation's stream; other transfers
+ * become progress-engine jobs ordered into the operation's stream.
+ * Nothing here blocks the calling thread on device work.
+ */
+#ifndef HETCCL_EXEC_EXEC_DEVICE_H
+#define HETCCL_EXEC_EXEC_DEVICE_H
+
+#include <stdatomic.h>
+
+#include "exec/exec.h"
+#include "device/device.h"
+
+struct hetccl_dexec;
+
+/* links[nranks]: the communicator's links; those with a device window are mapped at first use. */
+hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
+                                   atomic_int *error_out, hetccl_link *const *links, int nranks, struct hetccl_dexec **out);
+const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d);
+hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t bytes, hetcclStream_t stream, void **ptr);
+hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream);
+/* Before any work of an operation on `stream`: hetcclInvalidUsage when the
+ * stream is being captured into a graph, which cross-domain work cannot
+ * join (window counter values and engine jobs belong to one call; a replay
+ * could not repeat them). */
+hetcclResult_t hetccl_dexec_check_stream(struct hetccl_dexec *d, hetcclStream_t stream);
+/* Waits until the engine has finished every submitted phase. */
+hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d);
+/* abort: the engine stops without waiting for device work, window counters
+ * are released so no stream of this rank stays blocked, and memory the
+ * device may still touch is left allocated. */
+void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort);
+
+#endif

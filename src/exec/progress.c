@@ -1,0 +1,312 @@
+#include "exec/progress.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/array.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/time.h"
+#include "util/wait.h"
+
+/* Jobs in flight at most; a producer that gets this far ahead waits. */
+#define PROGRESS_SLOTS 32
+
+struct hetccl_progress {
+  const struct hetccl_device_ops *dev;
+  int device;
+  int64_t timeout_ms;
+  atomic_int *error_out;
+  uint32_t *flag_host;
+  void *flag_dev;
+  uint32_t flag_next;     /* producer: the value the next job starts from */
+
+  struct hetccl_progress_job slots[PROGRESS_SLOTS];
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  uint64_t head, tail;    /* jobs [head, tail) are queued or running */
+  int stop, abort;
+  int failed;             /* engine-only after start */
+  pthread_t thread;
+  int thread_live;
+  hetccl_progress_watch_fn watch_fn;  /* set under the lock, before any job */
+  void *watch_arg;
+  int watch_period_ms;
+  uint64_t next_watch_ns;             /* engine-only */
+};
+
+static void flag_store(struct hetccl_progress *p, uint32_t v) {
+  /* Release: the staging bytes the value announces are visible first
+   * (x86 stores reach a snooping PCIe reader in order). */
+  atomic_store_explicit((_Atomic uint32_t *)p->flag_host, v, memory_order_release);
+}
+
+static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
+  if (p->failed) return;
+  p->failed = 1;
+  int ok = hetcclSuccess;
+  atomic_compare_exchange_strong(p->error_out, &ok, (int)rc);
+  HETCCL_WARN("progress engine (device %d): %s; later cross-domain operations of this communicator are skipped",
+              p->device, hetccl_last_error());
+}
+
+/* Runs the watch when it is due (engine thread, lock not held). The watch
+ * is set before any job, under the lock the engine takes before it runs a
+ * job or waits idle, so reading it here needs no lock of its own (this is
+ * called from the engine's polling loops). */
+static void watch(struct hetccl_progress *p) {
+  if (!p->watch_fn || p->failed) return;
+  uint64_t now = hetccl_now_ns();
+  if (now < p->next_watch_ns) return;
+  p->next_watch_ns = now + (uint64_t)p->watch_period_ms * 1000000u;
+  hetcclResult_t rc = p->watch_fn(p->watch_arg);
+  if (rc != hetcclSuccess) fail(p, rc);
+}
+
+static int aborting(struct hetccl_progress *p) {
+  pthread_mutex_lock(&p->lock);
+  int a = p->abort;
+  pthread_mutex_unlock(&p->lock);
+  return a;
+}
+
+/* Runs one job to its end; a failure stops it (the caller records it). */
+static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_job *j) {
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  /* Gate 0: earlier device work no longer reads the receive staging. */
+  for (;;) {
+    hetcclResult_t q = p->dev->event_query(j->events[0]);
+    if (q == hetcclSuccess) break;
+    if (q != hetcclInProgress) return q;
+    if (aborting(p)) return hetcclRemoteError;
+    watch(p);
+    hetccl_backoff_pause(&bo);
+  }
+  for (int i = 0; i < j->nx; i++) {
+    struct hetccl_pxfer *x = &j->x[i];
+    x->state = 0;
+    if (x->send) continue;
+    HETCCL_TRY(hetccl_link_irecv(x->link, x->host, x->bytes, NULL, NULL, &x->req));
+    x->state = 1;
+  }
+  int left = j->nx, next_send = 0, next_recv = 0, recv_done = 0;
+  uint64_t deadline = hetccl_deadline_ms(p->timeout_ms);
+  hetccl_backoff_reset(&bo);
+  while (left > 0) {
+    int progressed = 0, gated = 0;
+    /* Sends in order, each once its staging copy has landed. */
+    while (next_send < j->nx) {
+      struct hetccl_pxfer *x = &j->x[next_send];
+      if (!x->send) {
+        next_send++;
+        continue;
+      }
+      hetcclResult_t q = p->dev->event_query(j->events[x->gate]);
+      if (q == hetcclInProgress) {
+        gated = 1;
+        break;
+      }
+      if (q != hetcclSuccess) return q;
+      HETCCL_TRY(hetccl_link_isend(x->link, x->host, x->bytes, &x->req));
+      x->state = 1;
+      next_send++;
+      progressed = 1;
+    }
+    for (int i = 0; i < j->nx; i++) {
+      struct hetccl_pxfer *x = &j->x[i];
+      if (x->state != 1) continue;
+      int done = 0;
+      HETCCL_TRY(hetccl_link_test(x->link, x->req, &done));
+      if (!done) continue;
+      x->state = 2;
+      left--;
+      progressed = 1;
+    }
+    /* Announce the leading run of completed receives. */
+    int lead = recv_done;
+    for (; next_recv < j->nx && (j->x[next_recv].send || j->x[next_recv].state == 2); next_recv++)
+      lead += !j->x[next_recv].send;
+    if (lead > recv_done) {
+      recv_done = lead;
+      flag_store(p, j->flag_base + (uint32_t)lead);
+    }
+    if (progressed || gated) {
+      /* Waiting on the device is not a stall of the links. */
+      deadline = hetccl_deadline_ms(p->timeout_ms);
+      if (progressed) hetccl_backoff_reset(&bo);
+    } else if (hetccl_expired(deadline)) {
+      return hetccl_error(hetcclTimeout, "a cross-domain phase made no progress for %lld ms (%d of %d transfers left)",
+                          (long long)p->timeout_ms, left, j->nx);
+    }
+    if (left > 0 && !progressed) {
+      if (aborting(p)) return hetcclRemoteError;
+      watch(p);
+      hetccl_backoff_pause(&bo);
+    }
+  }
+  return hetcclSuccess;
+}
+
+static void *engine_main(void *arg) {
+  struct hetccl_progress *p = arg;
+  if (p->dev->set_device(p->device) != hetcclSuccess) fail(p, hetcclUnhandledCudaError);
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->head == p->tail && !p->stop) {
+      if (!p->watch_fn) {
+        pthread_cond_wait(&p->cond, &p->lock);
+        continue;
+      }
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)p->watch_period_ms * 1000000u;
+      until.tv_sec += (time_t)(ns / 1000000000u);
+      until.tv_nsec = (long)(ns % 1000000000u);
+      pthread_cond_timedwait(&p->cond, &p->lock, &until);
+      if (p->head != p->tail || p->stop) break;
+      pthread_mutex_unlock(&p->lock);
+      watch(p);
+      pthread_mutex_lock(&p->lock);
+    }
+    if (p->head == p->tail) break; /* stopping and drained */
+    struct hetccl_progress_job *j = &p->slots[p->head % PROGRESS_SLOTS];
+    int skip = p->abort || p->failed;
+    pthread_mutex_unlock(&p->lock);
+    if (!skip) {
+      hetcclResult_t rc = run_job(p, j);
+      if (rc != hetcclSuccess && !aborting(p)) fail(p, rc);
+    }
+    flag_store(p, j->flag_base + (uint32_t)j->nrecv + 1);
+    pthread_mutex_lock(&p->lock);
+    p->head++;
+    pthread_cond_broadcast(&p->cond);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
+                                      atomic_int *error_out, struct hetccl_progress **out) {
+  if (!dev->host_alloc || !dev->host_free || !dev->event_create || !dev->event_query || !dev->event_destroy ||
+      !dev->set_device || !dev->can_wait_value || !dev->can_wait_value(device))
+    return hetccl_error(hetcclInvalidUsage,
+                        "device %d (%s) cannot wait on host flags from a stream, which cross-domain collectives need",
+                        device, dev->name);
+  struct hetccl_progress *p = calloc(1, sizeof *p);
+  if (!p) return hetccl_error(hetcclSystemError, "out of memory for the progress engine");
+  p->dev = dev;
+  p->device = device;
+  p->timeout_ms = timeout_ms;
+  p->error_out = error_out;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->cond, NULL);
+  hetcclResult_t rc = dev->host_alloc(device, 64, (void **)&p->flag_host, &p->flag_dev);
+  if (rc != hetcclSuccess) {
+    p->flag_host = NULL;
+    goto fail;
+  }
+  *p->flag_host = 0;
+  if (pthread_create(&p->thread, NULL, engine_main, p) != 0) {
+    rc = hetccl_error(hetcclSystemError, "could not start the progress thread");
+    goto fail;
+  }
+  p->thread_live = 1;
+  *out = p;
+  return hetcclSuccess;
+fail:
+  hetccl_progress_destroy(p, 0); /* no thread, no job: nothing waits on the flag */
+  return rc;
+}
+
+void *hetccl_progress_flag(struct hetccl_progress *p) { return p->flag_dev; }
+
+hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job) {
+  pthread_mutex_lock(&p->lock);
+  while (p->tail - p->head >= PROGRESS_SLOTS) pthread_cond_wait(&p->cond, &p->lock);
+  struct hetccl_progress_job *j = &p->slots[p->tail % PROGRESS_SLOTS];
+  pthread_mutex_unlock(&p->lock);
+  j->nx = 0;
+  j->nevents_used = 0;
+  j->nrecv = 0;
+  *job = j;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_progress_job *j, void **event, int *index) {
+  if (j->nevents_used == j->nevents) {
+    int cap = j->nevents ? j->nevents * 2 : 8;
+    void **e = realloc(j->events, (size_t)cap * sizeof *e);
+    if (!e) return hetccl_error(hetcclSystemError, "out of memory for progress events");
+    j->events = e;
+    for (int i = j->nevents; i < cap; i++) {
+      hetcclResult_t rc = p->dev->event_create(p->device, &e[i]);
+      if (rc != hetcclSuccess) {
+        j->nevents = i;
+        return rc;
+      }
+    }
+    j->nevents = cap;
+  }
+  *index = j->nevents_used;
+  *event = j->events[j->nevents_used++];
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *link, char *host, size_t bytes, int send,
+                                   int gate) {
+  HETCCL_TRY(hetccl_array_room((void **)&j->x, &j->xcap, j->nx, sizeof *j->x, 16, "progress transfers"));
+  j->x[j->nx++] = (struct hetccl_pxfer){.link = link, .host = host, .bytes = bytes, .send = send, .gate = gate};
+  j->nrecv += !send;
+  return hetcclSuccess;
+}
+
+void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *j) {
+  j->flag_base = p->flag_next;
+  p->flag_next += (uint32_t)j->nrecv + 1;
+  pthread_mutex_lock(&p->lock);
+  p->tail++;
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+}
+
+void hetccl_progress_watch(struct hetccl_progress *p, hetccl_progress_watch_fn fn, void *arg, int period_ms) {
+  pthread_mutex_lock(&p->lock);
+  p->watch_fn = fn;
+  p->watch_arg = arg;
+  p->watch_period_ms = period_ms > 0 ? period_ms : 100;
+  pthread_cond_broadcast(&p->cond); /* the idle engine starts waking up */
+  pthread_mutex_unlock(&p->lock);
+}
+
+hetcclResult_t hetccl_progress_drain(struct hetccl_progress *p) {
+  pthread_mutex_lock(&p->lock);
+  while (p->head != p->tail && p->thread_live) pthread_cond_wait(&p->cond, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  return hetcclSuccess;
+}
+
+void hetccl_progress_destroy(struct hetccl_progress *p, int abort) {
+  if (!p) return;
+  if (p->thread_live) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    p->abort = abort;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+  }
+  for (int s = 0; s < PROGRESS_SLOTS; s++) {
+    struct hetccl_progress_job *j = &p->slots[s];
+    for (int i = 0; i < j->nevents; i++) p->dev->event_destroy(j->events[i]);
+    free(j->events);
+    free(j->x);
+  }
+  /* After an abort, device work may still wait on the flag: it stays. */
+  if (p->flag_host && !abort) p->dev->host_free(p->flag_host);
+  pthread_cond_destroy(&p->cond);
+  pthread_mutex_destroy(&p->lock);
+  free(p);
+}

@@ -1,0 +1,89 @@
+/*
+ * The progress engine of GPU ranks: one thread per communicator that moves
+ * the cross-domain phases of collectives over links while the caller's
+ * thread has long returned.
+ *
+ * A job is one link phase of one collective, built by the caller's thread
+ * while it enqueues the phase's device work on the user's stream:
+ *   - gate 0, an event recorded on the stream before the phase: the engine
+ *     posts the job's receives once it has completed (the staging memory
+ *     they land in is then no longer read by earlier work);
+ *   - sends from pinned staging, each gated by the event recorded after the
+ *     device-to-host copy that filled it, posted in order as the gates open;
+ *   - receives into pinned staging; as the first i receive chunks complete
+ *     the engine stores flag_base + i in the flag, and flag_base + nrecv + 1
+ *     once every transfer of the job is done. The stream waits on those
+ *     values (stream_wait_value32, GEQ) before it reads a chunk, and before
+ *     the work that follows the collective.
+ * The engine makes no device work of its own: it only queries events and
+ * stores flag values from the host. A driver call that synchronizes the
+ * context (cudaFree, cudaHostAlloc, a module load), made by any thread
+ * while a stream waits on the flag, therefore waits for the engine instead
+ * of deadlocking with it, which an engine that enqueued copies, kernels or
+ * flag writes of its own would risk (measured: such a version hung as soon
+ * as staging grew while phases were in flight).
+ * Jobs run in submission order. After a failure (a link error or timeout)
+ * the engine records it in the communicator's async error and still writes
+ * every job's final flag value, so no stream stays blocked; the data of
+ * those jobs is then undefined, as NCCL's is after an error.
+ */
+#ifndef HETCCL_EXEC_PROGRESS_H
+#define HETCCL_EXEC_PROGRESS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+#include "transport/transport.h"
+
+struct hetccl_progress;
+
+struct hetccl_pxfer {
+  hetccl_link *link;
+  char *host;      /* pinned staging */
+  size_t bytes;
+  int send;
+  int gate;        /* sends: index of the event that must complete first */
+  /* engine-private */
+  uint64_t req;
+  int state;       /* 0 not posted, 1 posted, 2 done */
+};
+
+struct hetccl_progress_job {
+  struct hetccl_pxfer *x;
+  int nx, xcap;
+  void **events;   /* created once per slot, reused */
+  int nevents_used, nevents;
+  int nrecv;
+  uint32_t flag_base;
+};
+
+/* Starts the engine thread for `device` (its context is made current there). */
+hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
+                                      atomic_int *error_out, struct hetccl_progress **out);
+/* The flag's device address, for stream waits. */
+void *hetccl_progress_flag(struct hetccl_progress *p);
+
+/* A free job slot, emptied. Blocks only while every slot is in flight. */
+hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job);
+/* The next event of the job (gate index = *index); created on first use of the slot. */
+hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_progress_job *job, void **event,
+                                     int *index);
+hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *job, hetccl_link *link, char *host, size_t bytes,
+                                   int send, int gate);
+/* Hands the job to the engine; sets job->flag_base (read it before the next begin). */
+void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *job);
+/* A check the engine runs about every period_ms, while idle and between
+ * polls inside jobs; its failure becomes the communicator's async error
+ * (and later jobs are skipped, their flags still released). Set once,
+ * before any job. */
+typedef hetcclResult_t (*hetccl_progress_watch_fn)(void *arg);
+void hetccl_progress_watch(struct hetccl_progress *p, hetccl_progress_watch_fn fn, void *arg, int period_ms);
+/* Waits until every submitted job is done (finalize). */
+hetcclResult_t hetccl_progress_drain(struct hetccl_progress *p);
+/* Stops the thread and frees everything. abort: without waiting for device
+ * work (every pending job's final flag is written first). */
+void hetccl_progress_destroy(struct hetccl_progress *p, int abort);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * Transfers between two GPU ranks on one host through their link's device
+ * window (transport.h, struct hetccl_link_window), with no CPU on the data
+ * path and no progress-engine job:
+ *   sender's stream:   wait consumed >= room; copy device -> window; write produced
+ *   receiver's stream: wait produced >= end;  copy window -> device; write consumed
+ *                      (a reducing receive reduces once the data is there)
+ * Each direction has lanes, each a ring with its own two counters: lane 0
+ * is the link's window (HETCCL_SHM_WINDOW_BYTES); a transfer larger than it
+ * goes through a grown lane of the smallest power of two that holds it (at
+ * least twice lane 0, at most the window's grow_max, HETCCL_SHM_WINDOW_MAX),
+ * made at its first use by both ends alike (lane_open). Which lane a
+ * transfer takes depends only on its size and on the sizes before it, which
+ * both ends see alike because sends and receives on a link match in order.
+ * Larger lanes mean larger chunks, so fewer driver calls per byte: the
+ * calling thread's time for a large transfer does not grow with its size.
+ * Chunk k of a lane occupies the bytes [v, v + n) of an endless virtual
+ * stream (v rounded to 256 bytes; a chunk that would cross the ring's end
+ * starts at the next lap), lying at v mod W in the lane. Both counters are
+ * the end of a virtual range in units of 256 bytes, truncated to 32 bits
+ * (waits compare with wrap), so both ends compute every position from the
+ * sizes alone.
+ * The counters are written by device streams (write_value32 fences the data
+ * first) and waited on by the peer's streams; nothing on the host takes
+ * part, so no host-side stall or device-synchronizing call can hold them up.
+ * Sends must run on a stream of their own (not the one that waits for the
+ * peer's data): a sender waiting for room waits for the peer's receives,
+ * which would otherwise queue behind the peer's own sends.
+ */
+#ifndef HETCCL_EXEC_WINDOW_H
+#define HETCCL_EXEC_WINDOW_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+#include "device/reduce.h"
+#include "transport/transport.h"
+
+#define HETCCL_DWIN_LANES 8 /* per direction: lane 0 and up to 7 grown ones */
+#ifndef HETCCL_DWIN_LANE_CHUNKS
+#define HETCCL_DWIN_LANE_CHUNKS 8 /* chunks of a transfer through a grown lane (window.c says why) */
+#endif
+
+/* One direction's ring, as this side uses it. */
+struct hetccl_dlane {
+  uint8_t *data;          /* host address of the ring */
+  uint64_t W;             /* its bytes */
+  _Atomic uint32_t *produced, *consumed;
+  void *reg;              /* the registered host range the lane lies in, and its device address */
+  char *dev_reg;          /* lane 0: NULL until the window is mapped (at first use) */
+  uint64_t end;           /* virtual end of the last chunk sent / received (bytes) */
+  _Atomic uint32_t need;  /* the counter value the last enqueued wait needs, for the watch */
+  void *bounce;           /* receiving lanes: device memory of half the ring, for in-place reductions */
+  struct hetccl_link_lane seg; /* grown lanes: their shared memory (base NULL for lane 0) */
+};
+
+struct hetccl_dwin {
+  int present;            /* the link has a window */
+  struct hetccl_link_window w;
+  hetccl_link *link;
+  const struct hetccl_device_ops *dev;
+  int device;
+  size_t grow_max;        /* largest lane (w.grow_max; a test may lower it) */
+  struct hetccl_dlane tx[HETCCL_DWIN_LANES], rx[HETCCL_DWIN_LANES];
+  /* Lanes in use per direction, published to the watch on another thread
+   * after each lane is complete. */
+  _Atomic int ntx, nrx;
+};
+
+/* Prepares the link's window for `device` (win->present: the link has one).
+ * The window is registered with the device (pinned and mapped) and bounce
+ * buffers allocated at first use, so pairs that never exchange data cost no
+ * pinned or device memory. */
+hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
+                                struct hetccl_dwin *win);
+void hetccl_dwin_close(struct hetccl_dwin *win);
+
+/* Enqueues sending `bytes` from device memory `src` on `stream`. */
+hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream);
+/* Enqueues receiving `bytes` on `stream`: into dst, or with a != NULL
+ * dst = a op received (count bytes / size of dt elements). */
+hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
+                                const hetccl_redop *op, hetcclStream_t stream);
+
+/* After an abort or a lost peer: stores, from the host, counter values far
+ * ahead of the current ones (2^30 units, 256 GiB) in every lane, which
+ * satisfy every wait this side has enqueued, so none of its streams stays
+ * blocked. Any thread. */
+void hetccl_dwin_release(struct hetccl_dwin *win);
+/* Any thread: hetcclRemoteError when waits this side enqueued can no longer
+ * be satisfied because the peer closed the link or is gone. A peer that
+ * left after producing (and consuming) everything waited for is no error. */
+hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win);
+
+/* The lane size a transfer of `bytes` needs beyond lane 0 of `lane0`
+ * bytes (0: lane 0 takes it), and the chunk of a transfer in a lane of W
+ * bytes (grown: not lane 0); both ends compute them alike. */
+size_t hetccl_dwin_lane_bytes(size_t lane0, size_t grow_max, size_t bytes);
+size_t hetccl_dwin_chunk(size_t W, int grown, size_t bytes);
+
+#endif

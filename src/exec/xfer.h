@@ -1,0 +1,28 @@
+/* A batch of link transfers posted together and driven to completion
+ * together, so exchanges in both directions never wait on each other. */
+#ifndef HETCCL_EXEC_XFER_H
+#define HETCCL_EXEC_XFER_H
+
+#include "transport/transport.h"
+
+struct hetccl_xfer {
+  hetccl_link *link;
+  uint64_t req;
+  int done;
+};
+
+struct hetccl_xfer_batch {
+  struct hetccl_xfer *x;
+  int n, cap;
+};
+
+/* Posting grows the batch only beyond its largest size so far. */
+hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes);
+hetcclResult_t hetccl_xfer_recv(struct hetccl_xfer_batch *b, hetccl_link *l, void *buf, size_t bytes,
+                                hetccl_consume_fn fn, void *arg);
+/* Drives every posted transfer to completion, failing with hetcclTimeout when
+ * nothing progresses for timeout_ms; empties the batch either way. */
+hetcclResult_t hetccl_xfer_wait(struct hetccl_xfer_batch *b, int64_t timeout_ms, const char *what);
+void hetccl_xfer_free(struct hetccl_xfer_batch *b);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * Cross-domain AllReduce and ReduceScatter.
+ *
+ * 1. Vendor reduce-scatter in each domain: domain rank i holds the domain's
+ *    reduction of shard i (s = ceil(count / n_d) elements; the input is
+ *    padded to whole shards when count does not divide).
+ * 2. Where a shard of one domain meets a shard of another (a piece), the
+ *    owners exchange their partials over their link. With two domains each
+ *    owner reduces the received piece straight from the link into the result
+ *    (a op b == b op a, so both owners get the same bits); with k domains
+ *    every owner reduces all k partials in domain order.
+ * 3. Vendor all-gather in each domain.
+ * Premul (PreMulSum, float Avg) happens once, in the vendor phase; integer
+ * Avg divides on the owners before the all-gather.
+ */
+#include <string.h>
+
+#include "plan/pieces.h"
+#include "plan/plan_state.h"
+#include "util/error.h"
+
+/* Step 2 over this rank's shard [lo, hi) of the padded result `res`. */
+static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct hetccl_op *op, const char *partial,
+                                      char *res, size_t lo) {
+  const hetccl_redop *combine = &op->redop; /* exec's reductions apply neither premul nor postdiv */
+  const struct hetccl_topology *t = st->topo;
+  size_t n = op->count, esz = hetccl_type_size(op->dtype);
+  int k = st->ndomains;
+  size_t npieces = 0, a, b;
+  struct hetccl_piece_iter it;
+  hetccl_pieces_begin(&it, st, n);
+  while (hetccl_pieces_next(&it, &a, &b))
+    if (hetccl_piece_owner(st, n, t->my_domain, a) == t->rank) npieces++;
+  if (npieces == 0) return hetcclSuccess;
+
+  if (k == 2) {
+    int other = 1 - t->my_domain;
+    hetccl_pieces_begin(&it, st, n);
+    while (hetccl_pieces_next(&it, &a, &b)) {
+      if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
+      hetccl_link *l = t->links[hetccl_piece_owner(st, n, other, a)];
+      HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
+      HETCCL_TRY(hetccl_exec_recv_reduce(&st->ex, l, res + a * esz, partial + (a - lo) * esz, b - a, op->dtype, combine));
+    }
+    return hetccl_exec_exchange(&st->ex, "AllReduce exchange");
+  }
+
+  /* k domains: partials of every domain land in slots laid out like the shard. */
+  size_t shard = hetccl_shard_size(n, t->domain_size);
+  char *slots;
+  HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * shard * esz, (void **)&slots));
+  hetccl_pieces_begin(&it, st, n);
+  while (hetccl_pieces_next(&it, &a, &b)) {
+    if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
+    for (int e = 0; e < k; e++) {
+      if (e == t->my_domain) continue;
+      hetccl_link *l = t->links[hetccl_piece_owner(st, n, e, a)];
+      HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
+      HETCCL_TRY(hetccl_exec_recv(&st->ex, l, slots + ((size_t)e * shard + (a - lo)) * esz, (b - a) * esz));
+    }
+  }
+  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "AllReduce exchange"));
+  size_t hi = lo + shard < n ? lo + shard : n;
+  HETCCL_TRY(hetccl_exec_copy(&st->ex, slots + (size_t)t->my_domain * shard * esz, partial, (hi - lo) * esz));
+  /* Same order on every owner: ((P0 op P1) op P2) ... */
+  HETCCL_TRY(hetccl_exec_copy(&st->ex, res + lo * esz, slots, (hi - lo) * esz));
+  for (int e = 1; e < k; e++)
+    HETCCL_TRY(hetccl_exec_reduce(&st->ex, res + lo * esz, res + lo * esz, slots + (size_t)e * shard * esz, hi - lo, op->dtype,
+                                  combine));
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  const struct hetccl_topology *t = st->topo;
+  size_t n = op->count, esz = hetccl_type_size(op->dtype);
+  if (n == 0) return hetcclSuccess;
+  int nd = t->domain_size, i = t->domain_rank;
+  size_t s = hetccl_shard_size(n, nd), lo, hi;
+  hetccl_shard(n, nd, i, &lo, &hi);
+  int even = s * (size_t)nd == n;
+
+  hetccl_redop vendor_op = op->redop;
+  vendor_op.postdiv = 0;
+
+  const char *rs_in = op->sendbuff;
+  char *res = op->recvbuff; /* padded result: all-gathered in place */
+  if (!even) {
+    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PADDED, s * (size_t)nd * esz, (void **)&res));
+    HETCCL_TRY(hetccl_exec_copy(&st->ex, res, op->sendbuff, n * esz));
+    HETCCL_TRY(hetccl_exec_zero(&st->ex, res + n * esz, (s * (size_t)nd - n) * esz));
+    rs_in = res;
+  }
+  /* A one-rank domain's reduce-scatter is its input: with nothing to scale
+   * and a separate output (the exchange reads it while writing the result),
+   * the input is sent as it is, saving a copy of the whole message. */
+  const char *partial = NULL;
+  if (nd == 1 && !vendor_op.premul && even && op->sendbuff != op->recvbuff) partial = op->sendbuff;
+  struct hetccl_op v = *op;
+  if (!partial) {
+    char *shard;
+    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, s * esz, (void **)&shard));
+    v.coll = HETCCL_COLL_REDUCESCATTER;
+    v.sendbuff = rs_in;
+    v.recvbuff = shard;
+    v.count = s;
+    v.redop = vendor_op;
+    HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+    HETCCL_TRY(hetccl_plan_vops_run(st));
+    partial = shard;
+  }
+
+  HETCCL_TRY(exchange_pieces(st, op, partial, res, lo));
+  if (hi > lo) HETCCL_TRY(hetccl_exec_finish(&st->ex, res + lo * esz, hi - lo, op->dtype, &op->redop));
+
+  if (nd > 1) { /* a one-rank domain already holds the whole result */
+    v = *op;
+    v.coll = HETCCL_COLL_ALLGATHER;
+    v.sendbuff = res + (size_t)i * s * esz;
+    v.recvbuff = res;
+    v.count = s;
+    HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+    HETCCL_TRY(hetccl_plan_vops_run(st));
+  }
+  if (!even) HETCCL_TRY(hetccl_exec_copy(&st->ex, op->recvbuff, res, n * esz));
+  return hetcclSuccess;
+}
+
+/*
+ * ReduceScatter with the fewest bytes over links: after the vendor
+ * reduce-scatter, each piece of a domain's shard goes straight to the rank
+ * whose output range holds it (over a link when that rank is in another
+ * domain, through the vendor when in the same one), so every piece crosses
+ * once per other domain. The output rank combines the k partials in domain
+ * order.
+ */
+hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  const struct hetccl_topology *t = st->topo;
+  size_t r = op->count, esz = hetccl_type_size(op->dtype), n = r * (size_t)t->nranks;
+  if (r == 0) return hetcclSuccess;
+  int nd = t->domain_size, k = st->ndomains;
+  size_t s = hetccl_shard_size(n, nd), lo, hi;
+  hetccl_shard(n, nd, t->domain_rank, &lo, &hi);
+  (void)hi;
+
+  hetccl_redop vendor_op = op->redop;
+  vendor_op.postdiv = 0;
+
+  const char *rs_in = op->sendbuff;
+  if (s * (size_t)nd != n) {
+    char *padded;
+    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PADDED, s * (size_t)nd * esz, (void **)&padded));
+    HETCCL_TRY(hetccl_exec_copy(&st->ex, padded, op->sendbuff, n * esz));
+    HETCCL_TRY(hetccl_exec_zero(&st->ex, padded + n * esz, (s * (size_t)nd - n) * esz));
+    rs_in = padded;
+  }
+  char *partial, *slots;
+  HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, s * esz, (void **)&partial));
+  HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * r * esz, (void **)&slots));
+  struct hetccl_op v = *op;
+  v.coll = HETCCL_COLL_REDUCESCATTER;
+  v.sendbuff = rs_in;
+  v.recvbuff = partial;
+  v.count = s;
+  v.redop = vendor_op;
+  HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+  HETCCL_TRY(hetccl_plan_vops_run(st));
+
+  /* Route every piece: from its holder in each domain to its output rank. */
+  size_t a, b;
+  struct hetccl_piece_iter it;
+  hetccl_pieces_begin(&it, st, n);
+  it.block = r;
+  while (hetccl_pieces_next(&it, &a, &b)) {
+    int dest = (int)(a / r);
+    size_t bytes = (b - a) * esz;
+    for (int d = 0; d < k; d++) {
+      int src = hetccl_piece_owner(st, n, d, a);
+      if (src != t->rank && dest != t->rank) continue;
+      char *slot = slots + ((size_t)d * r + (a - (size_t)dest * r)) * esz;
+      const char *from = partial + (a - lo) * esz;
+      if (src == t->rank && dest == t->rank) {
+        HETCCL_TRY(hetccl_exec_copy(&st->ex, slot, from, bytes));
+        continue;
+      }
+      int peer = src == t->rank ? dest : src;
+      if (t->domain_of[peer] == t->my_domain) {
+        v = *op;
+        v.coll = src == t->rank ? HETCCL_COLL_SEND : HETCCL_COLL_RECV;
+        v.sendbuff = src == t->rank ? from : NULL;
+        v.recvbuff = src == t->rank ? NULL : slot;
+        v.count = b - a;
+        v.root = st->dom_rank_of[peer];
+        HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+      } else if (src == t->rank) {
+        HETCCL_TRY(hetccl_exec_send(&st->ex, t->links[peer], from, bytes));
+      } else {
+        HETCCL_TRY(hetccl_exec_recv(&st->ex, t->links[peer], slot, bytes));
+      }
+    }
+  }
+  HETCCL_TRY(hetccl_plan_vops_run(st));
+  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "ReduceScatter exchange"));
+  /* ((P0 op P1) op P2) ... into this rank's output. */
+  char *out = op->recvbuff;
+  HETCCL_TRY(hetccl_exec_copy(&st->ex, out, slots, r * esz));
+  for (int d = 1; d < k; d++) HETCCL_TRY(hetccl_exec_reduce(&st->ex, out, out, slots + (size_t)d * r * esz, r, op->dtype, &op->redop));
+  return hetccl_exec_finish(&st->ex, out, r, op->dtype, &op->redop);
+}
