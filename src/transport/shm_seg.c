@@ -191,7 +191,7 @@ static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct het
     HETCCL_WARN("shm: removing stale segment %s", seg->name);
     shm_unlink(seg->name);
   }
-  struct seg_layout l;
+  struct seg_layout l = {0}; /* gcc 12 -O3 cannot see that seg_size fills it on success */
   uint64_t window = seg_window_request(ctx, peer);
   hetcclResult_t rc = seg_size(fd, ctx, slot_bytes, &window, &l);
   if (rc != hetcclSuccess) goto fail;
