@@ -88,7 +88,8 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
 }
 
 /* Signals that ask the parent to stop. It stops the ranks and removes what
- * they left in /dev/shm before it dies of the signal itself. */
+ * they left in /dev/shm before it dies of the signal itself. One that is
+ * ignored (nohup) stays ignored. */
 static const int g_stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 #define PERF_NSTOP (sizeof(g_stop_signals) / sizeof(g_stop_signals[0]))
 static volatile sig_atomic_t g_stop_signal;
@@ -100,7 +101,10 @@ static void catch_stop_signals(struct sigaction saved[PERF_NSTOP]) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < PERF_NSTOP; i++) sigaction(g_stop_signals[i], &sa, &saved[i]);
+  for (size_t i = 0; i < PERF_NSTOP; i++) {
+    sigaction(g_stop_signals[i], NULL, &saved[i]);
+    if (saved[i].sa_handler != SIG_IGN) sigaction(g_stop_signals[i], &sa, NULL);
+  }
 }
 
 static void restore_stop_signals(const struct sigaction saved[PERF_NSTOP]) {
