@@ -124,13 +124,17 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   char h1[32], h2[32];
   fprintf(stderr, "hetccl-perf: %d ranks (-N %d, -e %zu) do not fit this machine; nothing was started.\n", n, n,
           o->maxbytes);
-  fprintf(stderr, "  shm segments:      %llu bytes (%s): %llu links x %llu bytes (%d slots x %zu bytes each way)",
-          (unsigned long long)need->shm_bytes, human(need->shm_bytes, h1),
-          (unsigned long long)(need->links - need->window_links), (unsigned long long)need->link_bytes, s->nslots,
-          s->slot_bytes);
+  fprintf(stderr, "  shm segments:      %llu bytes (%s):", (unsigned long long)need->shm_bytes,
+          human(need->shm_bytes, h1));
+  if (need->links > need->window_links || !need->links)
+    fprintf(stderr, " %llu links x %llu bytes (%d slots x %zu bytes each way)%s",
+            (unsigned long long)(need->links - need->window_links), (unsigned long long)need->link_bytes, s->nslots,
+            s->slot_bytes, need->window_links ? " +" : "");
   if (need->window_links)
-    fprintf(stderr, " + %llu links with device windows x %llu bytes (window %zu each way and the lanes it may grow)",
-            (unsigned long long)need->window_links, (unsigned long long)need->window_link_bytes, s->window_bytes);
+    fprintf(stderr, " %llu links with device windows x %llu bytes (%d slots x %zu bytes, a window of %zu bytes and "
+            "the lanes it may grow, each way)",
+            (unsigned long long)need->window_links, (unsigned long long)need->window_link_bytes, s->nslots,
+            s->slot_bytes, s->window_bytes);
   fprintf(stderr, "\n  benchmark buffers: %llu bytes (%s): %d ranks x %llu bytes (%s)\n",
           (unsigned long long)need->buffer_bytes, human(need->buffer_bytes, h1), n,
           (unsigned long long)need->rank_buffer_bytes,
@@ -155,7 +159,9 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   }
   size_t e = largest_maxbytes(o, s, room, n);
   if (e) fprintf(stderr, "  largest size that fits at -N %d: -e %zu (%s)\n", n, e, human(e, h1));
-  else fprintf(stderr, "  no size from -b %zu up fits at -N %d\n", o->minbytes, n);
+  else
+    fprintf(stderr, "  no size from -b %zu up fits at -N %d; smaller segments need lower HETCCL_SHM_NSLOTS or "
+            "HETCCL_SHM_SLOT_BYTES%s\n", o->minbytes, n, need->window_links ? " (or HETCCL_SHM_WINDOW_BYTES)" : "");
 }
 
 int perf_capacity_check(const struct perf_options *o) {
