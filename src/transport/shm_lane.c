@@ -16,6 +16,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "transport/shm_footprint.h"
 #include "transport/shm_seg.h"
 #include "util/error.h"
 
@@ -39,6 +40,8 @@ static hetcclResult_t lane_size(int fd, const char *name, size_t total) {
   return hetcclSuccess;
 }
 
+uint64_t hetccl_shm_lane_bytes(size_t data_bytes) { return HETCCL_SHM_ALIGN + (uint64_t)data_bytes; }
+
 hetcclResult_t hetccl_shm_lane_open(const struct hetccl_shm_seg *seg, int from, unsigned gen, size_t data_bytes,
                                     struct hetccl_link_lane *lane) {
   memset(lane, 0, sizeof *lane);
@@ -48,7 +51,7 @@ hetcclResult_t hetccl_shm_lane_open(const struct hetccl_shm_seg *seg, int from, 
                         seg->name, (unsigned long long)(seg->hdr ? seg->hdr->window_max : 0));
   int n = snprintf(lane->name, sizeof lane->name, "%s-l%d.%u", seg->name, from, gen);
   if (n < 0 || (size_t)n >= sizeof lane->name) return hetccl_error(hetcclInternalError, "shm: lane name too long");
-  size_t total = HETCCL_SHM_ALIGN + data_bytes;
+  size_t total = (size_t)hetccl_shm_lane_bytes(data_bytes);
   int fd = shm_open(lane->name, O_CREAT | O_RDWR, 0600);
   if (fd < 0) return hetccl_error(hetcclSystemError, "shm: cannot open %s: %s", lane->name, strerror(errno));
   hetcclResult_t rc = lane_size(fd, lane->name, total);

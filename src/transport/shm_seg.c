@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/shm_footprint.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -114,15 +115,35 @@ void hetccl_shm_seg_ring(const struct hetccl_shm_seg *seg, int from, struct hetc
   ring->nslots = h->nslots;
 }
 
+void hetccl_shm_comm_prefix(uint64_t comm_tag, char out[HETCCL_SHM_PREFIX_BYTES]) {
+  snprintf(out, HETCCL_SHM_PREFIX_BYTES, "/hetccl-%016llx-", (unsigned long long)comm_tag);
+}
+
+/* Every name starts with the communicator's prefix, so that a process that
+ * outlives the ranks can find what they left (shm_footprint.h). */
 static void seg_name(const hetccl_net_ctx *ctx, int peer, char name[HETCCL_SHM_NAME_BYTES]) {
   int lo = ctx->rank < peer ? ctx->rank : peer, hi = ctx->rank < peer ? peer : ctx->rank;
-  snprintf(name, HETCCL_SHM_NAME_BYTES, "/hetccl-%016llx-%d-%d", (unsigned long long)ctx->comm_tag, lo, hi);
+  char prefix[HETCCL_SHM_PREFIX_BYTES];
+  hetccl_shm_comm_prefix(ctx->comm_tag, prefix);
+  snprintf(name, HETCCL_SHM_NAME_BYTES, "%s%d-%d", prefix, lo, hi);
+}
+
+/* The slots and window of a segment as its creator makes them. */
+static size_t seg_slot_bytes(size_t asked) { return asked & ~(size_t)63; }
+static uint64_t seg_window_bytes(size_t asked) { return (uint64_t)asked / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN; }
+
+uint64_t hetccl_shm_seg_bytes(size_t slot_bytes, int nslots, size_t window_bytes) {
+  struct seg_layout l;
+  size_t slot = seg_slot_bytes(slot_bytes);
+  if (slot == 0 || nslots < 1 || seg_layout(slot, (uint32_t)nslots, seg_window_bytes(window_bytes), &l) != 0)
+    return 0;
+  return l.total;
 }
 
 /* The window this side asks for on the link to `peer` (0: none). */
 static uint64_t seg_window_request(const hetccl_net_ctx *ctx, int peer) {
   if (!ctx->shm_window_peers || !ctx->shm_window_peers[peer]) return 0;
-  return (uint64_t)ctx->shm_window_bytes / HETCCL_SHM_ALIGN * HETCCL_SHM_ALIGN;
+  return seg_window_bytes(ctx->shm_window_bytes);
 }
 
 /* Sizes the new segment and reserves its pages. tmpfs overcommits: reserving
@@ -156,7 +177,7 @@ static hetcclResult_t seg_size(int fd, const hetccl_net_ctx *ctx, uint64_t slot_
 }
 
 static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct hetccl_shm_seg *seg) {
-  size_t slot_bytes = ctx->shm_slot_bytes & ~(size_t)63;
+  size_t slot_bytes = seg_slot_bytes(ctx->shm_slot_bytes);
   if (slot_bytes == 0 || ctx->shm_nslots < 1)
     return hetccl_error(hetcclInvalidArgument, "shm: bad ring shape (%zu-byte slots, %d slots)", ctx->shm_slot_bytes,
                         ctx->shm_nslots);
@@ -170,7 +191,7 @@ static hetcclResult_t seg_create(const hetccl_net_ctx *ctx, int peer, struct het
     HETCCL_WARN("shm: removing stale segment %s", seg->name);
     shm_unlink(seg->name);
   }
-  struct seg_layout l = {0};
+  struct seg_layout l = {0}; /* gcc 12 -O3 cannot see that seg_size fills it on success */
   uint64_t window = seg_window_request(ctx, peer);
   hetcclResult_t rc = seg_size(fd, ctx, slot_bytes, &window, &l);
   if (rc != hetcclSuccess) goto fail;

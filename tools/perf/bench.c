@@ -11,6 +11,7 @@
 #include "gpu.h"
 #include "nccl_direct.h"
 #include "report.h"
+#include "test_kill.h"
 #include "values.h"
 #include "ccl/nccl/nccl_vendor.h"
 
@@ -314,6 +315,7 @@ static int sweep(struct bench *b) {
       size_t bytes = o->minbytes;
       for (;;) {
         if ((st = run_row(b, bytes, t, op))) break;
+        if (b->row_index == 1) perf_test_kill_after_first_row(b->w->rank);
         size_t next = o->stepbytes ? bytes + o->stepbytes : bytes * (size_t)o->stepfactor;
         if (next <= bytes || next > o->maxbytes) break;
         bytes = next;

@@ -9,8 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
+#include "capacity.h"
 #include "gpu.h"
+#include "rank_end.h"
 #include "shared.h"
+#include "test_kill.h"
+#include "transport/shm_footprint.h"
 #include "world.h"
 
 /* After the first rank fails, the others get this long to notice (they may be
@@ -51,6 +56,7 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
     int st = perf_gpu_attach(w, local_rank);
     if (st) return st;
   }
+  perf_test_kill_arm(w->rank, id);
   hetcclResult_t rc = hetcclCommInitRank(&w->comm, w->nranks, *id, w->rank);
   if (rc != hetcclSuccess) {
     fprintf(stderr, "hetccl-perf: rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
@@ -81,7 +87,34 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
   return status;
 }
 
-static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_options *o, perf_rank_fn fn) {
+/* Signals that ask the parent to stop. It stops the ranks and removes what
+ * they left in /dev/shm before it dies of the signal itself. One that is
+ * ignored (nohup) stays ignored. */
+static const int g_stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define PERF_NSTOP (sizeof(g_stop_signals) / sizeof(g_stop_signals[0]))
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+static void catch_stop_signals(struct sigaction saved[PERF_NSTOP]) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < PERF_NSTOP; i++) {
+    sigaction(g_stop_signals[i], NULL, &saved[i]);
+    if (saved[i].sa_handler != SIG_IGN) sigaction(g_stop_signals[i], &sa, NULL);
+  }
+}
+
+static void restore_stop_signals(const struct sigaction saved[PERF_NSTOP]) {
+  for (size_t i = 0; i < PERF_NSTOP; i++) sigaction(g_stop_signals[i], &saved[i], NULL);
+}
+
+static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_options *o, perf_rank_fn fn,
+                            const struct sigaction saved[PERF_NSTOP]) {
+  /* A rank stops on these as a plain process does; the parent cleans up. */
+  restore_stop_signals(saved);
   /* Die with the parent, so no rank outlives an interrupted run. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != s->parent) return PERF_EXIT_RANK;
@@ -109,8 +142,44 @@ static int status_of(int wstatus) {
   return PERF_EXIT_RANK;
 }
 
+/* Says how rank `r` ended when that is news: a signal the parent did not
+ * send, or the first failure of the run (later ones are its echo, and each
+ * rank has already said why it failed). */
+static void report_end(int r, pid_t pid, int wstatus, int first_failure) {
+  if (WIFSIGNALED(wstatus)) {
+    int sig = WTERMSIG(wstatus);
+    fprintf(stderr, "hetccl-perf: rank %d (pid %d) died of signal %d (%s, %s)%s\n", r, (int)pid, sig,
+            perf_signal_name(sig), strsignal(sig),
+            sig == SIGKILL ? "; the kernel's out-of-memory killer sends it too (see dmesg)" : "");
+  } else if (first_failure && WIFEXITED(wstatus)) {
+    fprintf(stderr, "hetccl-perf: rank %d (pid %d) exited with status %d (%s)\n", r, (int)pid,
+            WEXITSTATUS(wstatus), perf_exit_meaning(WEXITSTATUS(wstatus)));
+  }
+}
+
+/* Once every rank is gone: removes the shm segments of this job's
+ * communicator that are still in /dev/shm. Ranks that die while links are
+ * being set up, or exit after a peer died without closing their links,
+ * leave them; only this job's names are touched (they start with the
+ * prefix of the unique id made here). */
+static void remove_leftovers(const struct perf_shared *s) {
+  if (!atomic_load(&s->id_ready)) return; /* no id: no rank made a segment */
+  uint64_t tag = hetccl_bootstrap_id_tag(&s->id), bytes = 0;
+  char prefix[HETCCL_SHM_PREFIX_BYTES];
+  hetccl_shm_comm_prefix(tag, prefix);
+  int n = hetccl_shm_remove_comm(tag, &bytes);
+  if (n > 0)
+    fprintf(stderr, "hetccl-perf: removed %d shm segments (%llu bytes) that the ranks left in %s%s*\n", n,
+            (unsigned long long)bytes, HETCCL_SHM_DIR, prefix);
+  else if (n < 0)
+    fprintf(stderr, "hetccl-perf: cannot read %s to remove segments the ranks may have left (%s%s*)\n",
+            HETCCL_SHM_DIR, HETCCL_SHM_DIR, prefix);
+}
+
 int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
   int n = o->nranks;
+  int st = perf_capacity_check(o);
+  if (st) return st;
   struct perf_shared *s = perf_shared_create(n);
   pid_t *pids = calloc((size_t)n, sizeof(pid_t));
   if (!s || !pids) {
@@ -120,12 +189,15 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
     return PERF_EXIT_RANK;
   }
   int result = PERF_EXIT_OK, live = 0;
+  struct sigaction saved[PERF_NSTOP];
+  g_stop_signal = 0;
+  catch_stop_signals(saved);
   /* Fork before the unique id exists: making it starts a thread, and forking
    * a process with threads is best avoided. */
   fflush(NULL);
   for (int r = 0; r < n; r++) {
     pid_t pid = fork();
-    if (pid == 0) exit(forked_rank_main(s, r, o, fn));
+    if (pid == 0) exit(forked_rank_main(s, r, o, fn, saved));
     if (pid < 0) {
       fprintf(stderr, "hetccl-perf: fork failed: %s\n", strerror(errno));
       atomic_store(&s->abort, 1);
@@ -154,11 +226,13 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
       int wstatus = 0;
       pid_t got = waitpid(pids[r], &wstatus, WNOHANG);
       if (got == 0) continue;
+      pid_t pid = pids[r];
       pids[r] = 0;
       live--;
       int st = got < 0 ? PERF_EXIT_RANK : status_of(wstatus);
-      if (got > 0 && WIFSIGNALED(wstatus) && !killed)
-        fprintf(stderr, "hetccl-perf: rank %d died of signal %d\n", r, WTERMSIG(wstatus));
+      /* After a stop signal the ranks may have had it too (Ctrl-C). */
+      if (got > 0 && !killed && !g_stop_signal)
+        report_end(r, pid, wstatus, st != PERF_EXIT_OK && st != PERF_EXIT_WRONG && result == PERF_EXIT_OK);
       if (st != PERF_EXIT_OK && result == PERF_EXIT_OK) {
         /* The first failure is the cause; what follows is its echo. */
         result = st;
@@ -170,8 +244,12 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
     double t = now_ms();
     int timed_out = o->timeout_s > 0 && t - start > o->timeout_s * 1e3;
     int grace_over = result != PERF_EXIT_OK && result != PERF_EXIT_WRONG && t - failed_at > PERF_GRACE_MS;
-    if ((timed_out || grace_over) && !killed) {
-      if (timed_out) {
+    int stop = g_stop_signal;
+    if ((timed_out || grace_over || stop) && !killed) {
+      if (stop) {
+        fprintf(stderr, "hetccl-perf: %s; killing the ranks\n", perf_signal_name(stop));
+        result = PERF_EXIT_RANK;
+      } else if (timed_out) {
         fprintf(stderr, "hetccl-perf: timeout after %d s; killing the ranks\n", o->timeout_s);
         result = PERF_EXIT_RANK;
       }
@@ -183,8 +261,11 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  remove_leftovers(s);
   free(pids);
   perf_shared_destroy(s);
+  restore_stop_signals(saved);
+  if (g_stop_signal) raise(g_stop_signal); /* die of it, as the caller expects */
   return result;
 }
 
