@@ -167,9 +167,10 @@ done
 if [ -n "$prefix" ] && [ -z "$(job_names "$prefix")" ] && [ -z "$alive" ]; then ok
 else bad "SIGTERM: prefix '$prefix'; names left: $(job_names "${prefix:-none}"); ranks alive:$alive"; fi
 
-# A rank that exits with an error (no cuda device kind here, or not this
-# one) is reported with its status.
-HETCCL_DEVICE=nosuchkind timeout -k 5 60 "$perf" allreduce -N 2 -b 8 -e 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+# A rank that exits with an error is reported with its status: hip is a
+# device kind HETCCL_DEVICE accepts (the unique id is made), but no HIP
+# runtime is usable here, so each rank's init fails.
+HETCCL_DEVICE=hip timeout -k 5 60 "$perf" allreduce -N 2 -b 8 -e 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -eq 3 ] && grep -q '^hetccl-perf: rank [01] (pid [0-9]*) exited with status 3 (a HetCCL or NCCL call failed)' \
   "$tmp/err"; then ok

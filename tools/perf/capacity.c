@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 
-#include "algo/window.h"
+#include "exec/window.h"
 #include "transport/shm_footprint.h"
 #include "world.h"
 
