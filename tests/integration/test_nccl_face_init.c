@@ -7,7 +7,9 @@
  *    non-blocking ncclCommInitRankConfig, then grouped collectives and a
  *    send/recv ring across them;
  *  - forked ranks: ncclCommInitRankConfig blocking and non-blocking (polled
- *    with ncclCommGetAsyncError, bounded), configs of older NCCL sizes
+ *    with ncclCommGetAsyncError, bounded); non-blocking with the last rank
+ *    arriving only after the others' init returned (ncclInProgress at once
+ *    and until it arrives, then ncclSuccess); configs of older NCCL sizes
  *    placed against an unreadable page (reading past `size` crashes the
  *    rank), a config of a newer, larger size (unknown fields ignored),
  *    ncclCommInitRankScalable with two ids made on different ranks;
@@ -351,14 +353,63 @@ static int config_ranks(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
+/* Non-blocking init with a peer that has not arrived: the last rank calls
+ * ncclCommInitRankConfig only after the others' calls have returned. Theirs
+ * must return ncclInProgress at once (an init done on the caller's thread
+ * waits for the absent peer until HETCCL_TIMEOUT_MS, then fails), report
+ * ncclInProgress while it is away and ncclSuccess once it has joined. */
+static void late_peer_env(int rank, int nranks, void *arg) {
+  face_set_host_env(rank, nranks, arg);
+  setenv("HETCCL_TIMEOUT_MS", "10000", 1);
+}
+
+static int late_peer_ranks(ht_ctx *ctx, void *arg) {
+  (void)arg;
+  int n = ctx->nranks, me = ctx->rank, late = n - 1;
+  ncclUniqueId id;
+  if (face_share_id(ctx, 0, &id) != 0) return 1;
+  ncclConfig_t nb = NCCL_CONFIG_INITIALIZER;
+  nb.blocking = 0;
+  ncclComm_t comm = NULL;
+  ncclResult_t rc = ncclInProgress, absent = ncclInProgress;
+  double took = 0;
+  if (me != late) {
+    double t0 = ht_now();
+    rc = ncclCommInitRankConfig(&comm, n, id, me, &nb);
+    took = ht_now() - t0;
+    usleep(200 * 1000); /* the peer stays away a while longer */
+    absent = ncclInternalError;
+    if (comm && ncclCommGetAsyncError(comm, &absent) != ncclSuccess) absent = ncclInternalError;
+  }
+  ht_case(ctx, rc == ncclInProgress && (comm || me == late),
+          "non-blocking ncclCommInitRankConfig with rank %d not yet arrived returned %d after %.1f s, want "
+          "ncclInProgress at once: %s",
+          late, (int)rc, took, ncclGetLastError(NULL));
+  ht_case(ctx, absent == ncclInProgress, "ncclCommGetAsyncError with rank %d not yet arrived gave %d (%s), want ncclInProgress",
+          late, (int)absent, comm || me == late ? ncclGetErrorString(absent) : "no communicator to ask");
+  if (ht_oob_barrier(ctx) != 0) return 1; /* the others' init returned: the late rank arrives */
+  if (me == late) {
+    rc = ncclCommInitRankConfig(&comm, n, id, me, &nb);
+    ht_case(ctx, (rc == ncclSuccess || rc == ncclInProgress) && comm,
+            "late rank's non-blocking ncclCommInitRankConfig returned %d: %s", (int)rc, ncclGetLastError(NULL));
+  }
+  if (!comm) return 1;
+  if (face_ok(ctx, "non-blocking init once the late rank arrived, polled", face_wait(comm, rc, 60)))
+    face_check_allreduce(ctx, comm, "AllReduce on the comm whose last rank came late", me, n);
+  face_ok(ctx, "ncclCommDestroy(late-peer comm)", ncclCommDestroy(comm));
+  return 0;
+}
+
 int main(void) {
   setenv("HETCCL_DEVICE", "host", 1);
   struct ht_job jobs[] = {
       {.name = "nccl face: one process, one thread, many ranks", .nranks = 1, .timeout_s = 120,
        .env = face_set_host_env},
       {.name = "nccl face: configs n=3", .nranks = 3, .timeout_s = 120, .env = face_set_host_env},
+      {.name = "nccl face: non-blocking init, last rank late n=2", .nranks = 2, .timeout_s = 120,
+       .env = late_peer_env},
   };
-  ht_rank_fn fns[] = {single_process, config_ranks};
+  ht_rank_fn fns[] = {single_process, config_ranks, late_peer_ranks};
   for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
     ht_job_run(&jobs[k], fns[k], NULL);
     printf("%s: %u cases, %u failed, %.1f s\n", jobs[k].name, jobs[k].ncases, jobs[k].nfailed, jobs[k].seconds);
