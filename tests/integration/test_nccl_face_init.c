@@ -16,8 +16,9 @@
  *  - bad configs (magic, size), error strings of every code, ncclGetLastError
  *    naming the problem, refusals (windows, revoke) with ncclInvalidUsage;
  *  - ncclGroupSimulateEnd: estimatedTime -1, ncclInvalidUsage, nothing run;
- *  - ncclMemAlloc/ncclMemFree and ncclCommRegister/ncclCommDeregister, with
- *    the memory and registered buffers used by collectives.
+ *  - ncclMemAlloc/ncclMemFree and ncclCommRegister/ncclCommDeregister on 3
+ *    ranks, the memory and registered buffers used by AllReduce Max and Min
+ *    on inputs that differ per rank (so the op is seen).
  */
 #include <stddef.h>
 #include <sys/mman.h>
@@ -189,22 +190,46 @@ static void errors_and_refusals(ht_ctx *ctx, ncclComm_t comm) {
   face_check_allreduce(ctx, comm, "AllReduce after the simulation", 0, 1);
 }
 
-static void memory_and_registration(ht_ctx *ctx, ncclComm_t comm) {
+/* Element i of rank r's input: differs between ranks, so max, min and sum
+ * of the ranks' elements all differ. */
+static int32_t mem_input(int r, int i) { return (int32_t)(((uint32_t)i * 2654435761u + (uint32_t)r * 40503u) % 2001u) - 1000; }
+
+/* On every rank of `comm`: ncclMemAlloc'd, registered buffers used by
+ * AllReduce Max and Min (checked against the extremes over the ranks'
+ * inputs), then the allocator's and registration's errors. */
+static void memory_and_registration(ht_ctx *ctx, ncclComm_t comm, int me, int n) {
   enum { N = 1 << 16 };
   void *a = NULL, *b = NULL;
   if (face_ok(ctx, "ncclMemAlloc(a)", ncclMemAlloc(&a, N * sizeof(int32_t))) &&
       face_ok(ctx, "ncclMemAlloc(b)", ncclMemAlloc(&b, N * sizeof(int32_t)))) {
     int32_t *ia = a, *ib = b;
-    for (int i = 0; i < N; i++) ia[i] = i * 3 - 5, ib[i] = -1;
+    for (int i = 0; i < N; i++) ia[i] = mem_input(me, i);
     void *ha = NULL, *hb = NULL;
     face_ok(ctx, "ncclCommRegister(a)", ncclCommRegister(comm, a, N * sizeof(int32_t), &ha));
     face_ok(ctx, "ncclCommRegister(b)", ncclCommRegister(comm, b, N * sizeof(int32_t), &hb));
     ht_case(ctx, ha && hb && ha != hb, "ncclCommRegister handles %p %p", ha, hb);
-    if (face_ok(ctx, "ncclAllReduce on ncclMemAlloc'd, registered buffers",
-                ncclAllReduce(a, b, N, ncclInt32, ncclMax, comm, NULL))) {
-      int bad = 0;
-      for (int i = 0; i < N; i++) bad += ib[i] != i * 3 - 5;
-      ht_case(ctx, bad == 0, "AllReduce on ncclMemAlloc'd memory: %d wrong", bad);
+    static const struct {
+      ncclRedOp_t op;
+      const char *name;
+      int sign; /* +1: the largest input, -1: the smallest */
+    } extremes[] = {{ncclMax, "ncclMax", 1}, {ncclMin, "ncclMin", -1}};
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < N; i++) ib[i] = -7777;
+      char what[96];
+      snprintf(what, sizeof what, "ncclAllReduce(%s) on ncclMemAlloc'd, registered buffers", extremes[k].name);
+      if (!face_ok(ctx, what, ncclAllReduce(a, b, N, ncclInt32, extremes[k].op, comm, NULL))) continue;
+      int bad = 0, first = -1;
+      int32_t want0 = 0;
+      for (int i = 0; i < N; i++) {
+        int32_t want = mem_input(0, i);
+        for (int r = 1; r < n; r++) {
+          int32_t v = mem_input(r, i);
+          if ((v - want) * extremes[k].sign > 0) want = v;
+        }
+        if (ib[i] != want && bad++ == 0) first = i, want0 = want;
+      }
+      ht_case(ctx, bad == 0, "%s: %d wrong, first at %d (got %d, want %d)", what, bad, first,
+              first >= 0 ? ib[first] : 0, want0);
     }
     face_ok(ctx, "ncclCommDeregister(a)", ncclCommDeregister(comm, ha));
     face_ok(ctx, "ncclCommDeregister(b)", ncclCommDeregister(comm, hb));
@@ -262,7 +287,6 @@ static int single_process(ht_ctx *ctx, void *arg) {
   if (face_ok(ctx, "config of a newer, larger size", ncclCommInitRankConfig(&comm, 1, id, 0, &newer.known))) {
     face_check_queries(ctx, comm, "1-rank comm", 0, 1);
     errors_and_refusals(ctx, comm);
-    memory_and_registration(ctx, comm);
     face_ok(ctx, "ncclCommDestroy", ncclCommDestroy(comm));
   }
   return 0;
@@ -300,6 +324,7 @@ static int config_ranks(ht_ctx *ctx, void *arg) {
   if (face_ok(ctx, "ncclCommInitRankConfig(blocking)", ncclCommInitRankConfig(&comm, n, id, me, &cfg))) {
     face_check_queries(ctx, comm, "blocking comm", me, n);
     face_check_allreduce(ctx, comm, "AllReduce on the blocking comm", me, n);
+    memory_and_registration(ctx, comm, me, n);
     face_ok(ctx, "ncclCommDestroy(blocking)", ncclCommDestroy(comm));
   }
 
