@@ -104,6 +104,30 @@ struct ht_stream ht_stream_make(uint64_t seed, int rank, hetcclDataType_t type, 
   return s;
 }
 
+uint64_t ht_rounding_at(uint64_t seed, hetcclDataType_t t, int nranks, int rank, uint64_t index, double *value) {
+  uint64_t h1 = ht_mix64(ht_mix64(seed ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull)) + index * 0xd1342543de82ef95ull);
+  uint64_t h2 = ht_mix64(h1), h3 = ht_mix64(h2), signs = ht_mix64(h3);
+  int a = (int)(h3 % (uint64_t)nranks);
+  int b = (a + 1 + (int)((h3 >> 32) % (uint64_t)(nranks - 1))) % nranks;
+  double v = 0;
+  int p = ht_type_mant_bits(t), e = (int)(h2 >> 63);
+  if (rank == a) {
+    uint64_t m = ((uint64_t)1 << p) + 1 + h1 % (((uint64_t)1 << p) - 2);
+    v = ldexp((double)m, e - p);
+    if (signs & 1) v = -v;
+  } else if (rank == b) {
+    v = ldexp((double)(1 + h2 % 3), e - p - 2);
+    if (signs & 2) v = -v;
+  }
+  if (value) *value = v;
+  return exact_encode(t, v);
+}
+
+void ht_rounding_fill(void *buf, size_t count, uint64_t seed, hetcclDataType_t t, int nranks, int rank,
+                      uint64_t first) {
+  for (size_t i = 0; i < count; i++) ht_store_raw(buf, i, t, ht_rounding_at(seed, t, nranks, rank, first + i, NULL));
+}
+
 void ht_fill(void *buf, size_t count, const struct ht_stream *s, uint64_t first) {
   for (size_t i = 0; i < count; i++) ht_store_raw(buf, i, s->type, ht_stream_at(s, first + i, NULL));
 }

@@ -84,6 +84,26 @@ static inline uint64_t ht_stream_at(const struct ht_stream *s, uint64_t index, d
   return b;
 }
 
+/* ---- Sums that must round once ----
+ * The GENERAL data make every sum exact, so they cannot tell a correctly
+ * rounding sum from one that truncates. These data, for float types and
+ * nranks >= 2, make every element's sum need exactly one rounding: two ranks
+ * (a pair drawn per element) hold x and y, every other rank +0, with
+ *   x = +-M q, M in [2^p + 1, 2^(p+1) - 2], q = 2^(e-p), e in {0, 1}
+ *   y = +-(j / 4) q, j in {1, 2, 3}         (p = mantissa bits)
+ * so x + y is exact in float and double but lies strictly between two
+ * neighbours in the type, in x's binade. Every partial sum in any order or
+ * tree is 0, x, y or x + y (then rounded once; adding zeros is exact), so
+ * any correctly rounding sum gives round-to-nearest-even(x + y), while
+ * truncation differs whenever the dropped part is >= q/2 (j = 3 with equal
+ * signs, j = 1 with opposite ones, and ties with odd M): about half the
+ * elements. Element `index` is a pure function of (seed, type, nranks,
+ * index); `rank` picks what that rank holds. *value gets its exact value. */
+uint64_t ht_rounding_at(uint64_t seed, hetcclDataType_t t, int nranks, int rank, uint64_t index, double *value);
+/* buf[i] = this rank's element (first + i) of the rounding data. */
+void ht_rounding_fill(void *buf, size_t count, uint64_t seed, hetcclDataType_t t, int nranks, int rank,
+                      uint64_t first);
+
 /* buf[i] = element (first + i), for i < count. */
 void ht_fill(void *buf, size_t count, const struct ht_stream *s, uint64_t first);
 

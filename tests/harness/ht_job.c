@@ -130,6 +130,74 @@ int ht_oob_unique_id(ht_ctx *ctx, hetcclResult_t (*make)(hetcclUniqueId *), hetc
   return msg.ok;
 }
 
+static const char *describe(int status, char *buf, size_t len) {
+  if (WIFEXITED(status))
+    snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+  else if (WIFSIGNALED(status))
+    snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(buf, len, "status 0x%x", status);
+  return buf;
+}
+
+/* What a forked check reports back: how far it numbered the cases. */
+struct ht_fork_report {
+  int done;
+  unsigned next_case, local_failed;
+};
+static struct ht_fork_report *g_fork_report; /* MAP_SHARED, made on first use */
+
+int ht_fork_begin(ht_ctx *ctx) {
+  (void)ctx;
+  if (!g_fork_report) {
+    void *m = mmap(NULL, sizeof *g_fork_report, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return -1;
+    g_fork_report = m;
+  }
+  memset(g_fork_report, 0, sizeof *g_fork_report);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return (int)pid;
+}
+
+void ht_fork_end(ht_ctx *ctx) {
+  g_fork_report->next_case = ctx->next_case;
+  g_fork_report->local_failed = ctx->local_failed;
+  g_fork_report->done = 1;
+  fflush(stdout);
+  fflush(stderr);
+  _exit(0);
+}
+
+void ht_fork_wait(ht_ctx *ctx, int pid, const char *what, double limit_s) {
+  if (pid < 0) {
+    ht_case(ctx, 0, "%s: cannot fork a child to run it in: %s", what, strerror(errno));
+    return;
+  }
+  double deadline = ht_now() + limit_s;
+  int status = 0, hung = 0;
+  long nap_us = 20;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (ht_now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      hung = 1;
+      break;
+    }
+    sleep_us(nap_us);
+    if (nap_us < 2000) nap_us *= 2;
+  }
+  if (!hung && WIFEXITED(status) && WEXITSTATUS(status) == 0 && g_fork_report->done) {
+    ctx->next_case = g_fork_report->next_case;
+    ctx->local_failed = g_fork_report->local_failed;
+    return;
+  }
+  char d[96];
+  ht_case(ctx, 0, "%s: %s", what, hung ? "hung (killed)" : describe(status, d, sizeof d));
+}
+
 int ht_ctx_init_standalone(ht_ctx *ctx, int rank, int nranks) {
   memset(ctx, 0, sizeof *ctx);
   ctx->rank = rank;
@@ -162,15 +230,6 @@ static void child_main(struct ht_job *job, struct ht_shared *sh, int rank, ht_ra
   _exit(rc == 0 && ctx.local_failed == 0 ? 0 : 1);
 }
 
-static const char *describe(int status, char *buf, size_t len) {
-  if (WIFEXITED(status))
-    snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
-  else if (WIFSIGNALED(status))
-    snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  else
-    snprintf(buf, len, "status 0x%x", status);
-  return buf;
-}
 
 int ht_job_run(struct ht_job *job, ht_rank_fn fn, void *arg) {
   int n = job->nranks;

@@ -73,6 +73,21 @@ int ht_oob_allgather(ht_ctx *ctx, const void *mine, void *all, size_t bytes);
  * one, 0 when `make` failed there, -1 on timeout (a rank is missing). */
 int ht_oob_unique_id(ht_ctx *ctx, hetcclResult_t (*make)(hetcclUniqueId *), hetcclUniqueId *id);
 
+/* Checks that may crash or hang, each in a forked child of this rank, so a
+ * crash or a hang becomes one failed case named after the check instead of
+ * the end of the rank (and of every check after it):
+ *
+ *   pid_t pid = ht_fork_begin(ctx);
+ *   if (pid == 0) { ...checks (ht_case)...; ht_fork_end(ctx); }
+ *   ht_fork_wait(ctx, pid, "what it checks", limit_s);
+ *
+ * The child's cases count as this rank's. The child has only the forking
+ * thread: it must not wait on work done by the library's threads (run
+ * argument checks there, not collectives). ht_fork_end does not return. */
+int ht_fork_begin(ht_ctx *ctx);
+void ht_fork_end(ht_ctx *ctx);
+void ht_fork_wait(ht_ctx *ctx, int pid, const char *what, double limit_s);
+
 /* A context for a process that is one rank of a job started elsewhere (no
  * fork: another launcher started the other ranks). Cases count locally. */
 int ht_ctx_init_standalone(ht_ctx *ctx, int rank, int nranks);

@@ -297,3 +297,35 @@ size_t ht_redref_check(const struct ht_redref *ref, const struct ht_opspec *op, 
   }
   return bad;
 }
+
+static double rounding_exact_sum(uint64_t seed, hetcclDataType_t t, int n, uint64_t index) {
+  double sum = 0, v;
+  for (int r = 0; r < n; r++) {
+    ht_rounding_at(seed, t, n, r, index, &v);
+    sum += v;
+  }
+  return sum;
+}
+
+uint64_t ht_rounding_expected(uint64_t seed, hetcclDataType_t t, int nranks, uint64_t index) {
+  return ht_encode(t, rounding_exact_sum(seed, t, nranks, index));
+}
+
+size_t ht_rounding_check(uint64_t seed, hetcclDataType_t t, int nranks, uint64_t first, size_t len, const void *got,
+                         char *msg, size_t msglen) {
+  size_t bad = 0;
+  for (size_t i = 0; i < len; i++) {
+    double exact = rounding_exact_sum(seed, t, nranks, first + i);
+    uint64_t want = ht_encode(t, exact), g = ht_load_raw(got, i, t);
+    if (g == want) continue;
+    if (!bad && msg) {
+      char gs[64], ws[64];
+      format_raw(gs, sizeof gs, t, g);
+      format_raw(ws, sizeof ws, t, want);
+      snprintf(msg, msglen, "element %zu: got %s, expected %s (the exact sum %.17g rounded to nearest even)", i, gs,
+               ws, exact);
+    }
+    bad++;
+  }
+  return bad;
+}

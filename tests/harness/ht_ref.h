@@ -96,4 +96,15 @@ size_t ht_redref_check(const struct ht_redref *ref, const struct ht_opspec *op, 
  * complement), so an element the library never writes is always caught. */
 void ht_redref_fill_stale(const struct ht_redref *ref, const struct ht_opspec *op, void *buf);
 
+/* ---- Sums that must round once (ht_rounding_at) ----
+ * The expected raw sum of element `index`: every rank's value regenerated
+ * and added in double (exact: at most two are nonzero and their sum fits),
+ * then rounded once to the type, to nearest even. */
+uint64_t ht_rounding_expected(uint64_t seed, hetcclDataType_t t, int nranks, uint64_t index);
+/* Compares got[i] with element (first + i), bit for bit (no tolerance: any
+ * correctly rounding order gives exactly this). Returns the number of wrong
+ * elements; the first is described in msg. */
+size_t ht_rounding_check(uint64_t seed, hetcclDataType_t t, int nranks, uint64_t first, size_t len, const void *got,
+                         char *msg, size_t msglen);
+
 #endif

@@ -1,7 +1,9 @@
 /*
  * Every collective x every data type x every op x counts x in-place and
  * out-of-place, on forked ranks (1, 2, 3, 5, 8 by default), each rank count
- * one job running the whole matrix in one communicator. Results are checked
+ * one job running the whole matrix in one communicator; then, per float
+ * type, AllReduce, Reduce and ReduceScatter sums whose every element needs
+ * one rounding (ht_rounding_at), checked bit for bit. Results are checked
  * element by element against references the harness computes from all ranks'
  * regenerated inputs; out-of-place inputs must be left unchanged and guard
  * bytes around every buffer must survive.
@@ -41,6 +43,7 @@ struct mcase {
   ht_ctx *ctx;
   hetcclComm_t comm;
   int rank, n, coll, op, inplace, root;
+  int rounding; /* the case's data are the rounding data (ht_rounding_at) */
   hetcclDataType_t t;
   size_t count, es;
   struct ht_problem problem;
@@ -58,12 +61,14 @@ static void note_guards(struct mcase *c, const struct ht_buf *bufs, int nbufs) {
 }
 
 static void end_case(struct mcase *c) {
-  ht_case(c->ctx, c->problem.text[0] == 0, "%s %s%s%s count=%zu %s root=%d: %s", ht_coll_name(c->coll),
-          ht_type_name(c->t), c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "", c->count,
-          c->inplace ? "in-place" : "out-of-place", c->root, c->problem.text);
+  ht_case(c->ctx, c->problem.text[0] == 0, "%s %s%s%s%s count=%zu %s root=%d: %s", ht_coll_name(c->coll),
+          ht_type_name(c->t), c->op >= 0 ? " " : "", c->op >= 0 ? ht_op_name(c->op) : "",
+          c->rounding ? " (sums that round once)" : "", c->count, c->inplace ? "in-place" : "out-of-place", c->root,
+          c->problem.text);
 }
 
 static void begin_case(struct mcase *c, int coll, int op, int inplace) {
+  c->rounding = 0;
   c->coll = coll;
   c->op = op;
   c->inplace = inplace;
@@ -125,6 +130,64 @@ static void run_reduction(struct mcase *c, int coll, int op, int inplace, struct
   ht_buf_put(&b[0]);
   ht_buf_put(&b[1]);
   end_case(c);
+}
+
+/* A sum over the rounding data (ht_data.h): checked bit for bit against the
+ * correctly rounded sum, which every order of correctly rounded additions
+ * gives and truncation does not. */
+static void run_rounding_sum(struct mcase *c, int coll, int inplace, uint64_t seed) {
+  begin_case(c, coll, HT_OP_SUM, inplace);
+  c->rounding = 1;
+  int rs = coll == HT_COLL_REDUCESCATTER;
+  size_t sendn = rs ? (size_t)c->n * c->count : c->count;
+  uint64_t first = rs ? (uint64_t)c->rank * c->count : 0; /* of the result */
+  int verifies = coll != HT_COLL_REDUCE || c->rank == c->root;
+  struct ht_buf b[2] = {{0}};
+  void *sendp = ht_buf_get(&b[0], 0, sendn * c->es, seed + 1, 0), *recvp;
+  ht_rounding_fill(sendp, sendn, seed, c->t, c->n, c->rank, 0);
+  if (inplace) {
+    recvp = AT(sendp, first);
+  } else {
+    recvp = ht_buf_get(&b[1], 1, c->count * c->es, seed + 2, 1);
+    for (size_t i = 0; i < c->count; i++) /* never the right answer */
+      ht_store_raw(recvp, i, c->t, ~ht_rounding_expected(seed, c->t, c->n, first + i) & ht_type_mask(c->t));
+  }
+  hetcclResult_t rc;
+  if (coll == HT_COLL_ALLREDUCE)
+    rc = hetcclAllReduce(sendp, recvp, c->count, c->t, hetcclSum, c->comm, NULL);
+  else if (coll == HT_COLL_REDUCE)
+    rc = hetcclReduce(sendp, recvp, c->count, c->t, hetcclSum, c->root, c->comm, NULL);
+  else
+    rc = hetcclReduceScatter(sendp, recvp, c->count, c->t, hetcclSum, c->comm, NULL);
+  note_rc(c, ht_coll_name(coll), rc);
+  if (rc == hetcclSuccess && verifies) {
+    char msg[256];
+    size_t bad = ht_rounding_check(seed, c->t, c->n, first, c->count, recvp, msg, sizeof msg);
+    if (bad) ht_note(&c->problem, "%zu of %zu elements wrong; %s", bad, c->count, msg);
+  }
+  if (!inplace) {
+    size_t bad = 0;
+    for (size_t i = 0; i < sendn; i++)
+      bad += ht_load_raw(sendp, i, c->t) != ht_rounding_at(seed, c->t, c->n, c->rank, i, NULL);
+    if (bad) ht_note(&c->problem, "send buffer changed: %zu elements", bad);
+  }
+  note_guards(c, b, 2);
+  ht_buf_put(&b[0]);
+  ht_buf_put(&b[1]);
+  end_case(c);
+}
+
+/* The reductions over the rounding data, for float types on 2 or more ranks. */
+#define ROUNDING_COUNT 1031 /* odd: vector blocks and a tail */
+static void run_rounding_sums(struct mcase *c, const struct matrix_opts *o) {
+  if (!ht_type_is_float(c->t) || c->n < 2 || !(o->m.op_mask & (1u << HT_OP_SUM))) return;
+  static const int colls[3] = {HT_COLL_ALLREDUCE, HT_COLL_REDUCE, HT_COLL_REDUCESCATTER};
+  c->count = ROUNDING_COUNT;
+  for (int k = 0; k < 3; k++) {
+    if (!(o->m.coll_mask & (1u << colls[k]))) continue;
+    for (int inplace = 0; inplace < 2; inplace++)
+      run_rounding_sum(c, colls[k], inplace, ht_seed(c->ctx->next_case, c->t, (uint64_t)c->n, 300));
+  }
 }
 
 static void run_broadcast(struct mcase *c, int inplace, uint64_t seed) {
@@ -325,6 +388,7 @@ static void matrix_run_rank(ht_ctx *ctx, const struct matrix_opts *o, const hetc
       c.count = o->m.counts[k];
       run_count(&c, o);
     }
+    run_rounding_sums(&c, o);
   }
   rc = hetcclCommDestroy(c.comm);
   ht_case(ctx, rc == hetcclSuccess, "hetcclCommDestroy returned %d: %s", (int)rc, hetcclGetLastError(NULL));

@@ -4,7 +4,9 @@
  *    one process, then grouped collectives and send/recv over all its comms
  *    from one thread;
  *  - CommInitRankConfig blocking and non-blocking (InProgress, polled with
- *    CommGetAsyncError, bounded), and a config of an older, smaller size
+ *    CommGetAsyncError, bounded); non-blocking init with the last rank
+ *    arriving only after the others' init returned (must be InProgress at
+ *    once and until it arrives, then Success), and a config of an older, smaller size
  *    placed against an unreadable page (reading past `size` crashes);
  *  - CommSplit (colors, keys reversing the order, ties, NOCOLOR -> NULL),
  *    collectives on the split comms; CommCount/UserRank/Device;
@@ -328,6 +330,58 @@ static int config_ranks(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
+/* Non-blocking init with a peer that has not arrived: the last rank calls
+ * init only after every other rank's non-blocking init has returned. Those
+ * must return InProgress at once (an init done on the caller's thread would
+ * wait for the absent peer until HETCCL_TIMEOUT_MS and then fail), report
+ * InProgress through CommGetAsyncError while the peer is away, and Success
+ * once it has joined. */
+#define LATE_PEER_TIMEOUT_MS "10000"
+
+static void late_peer_env(int rank, int nranks, void *arg) {
+  (void)rank, (void)nranks, (void)arg;
+  setenv("HETCCL_TIMEOUT_MS", LATE_PEER_TIMEOUT_MS, 1);
+}
+
+static int late_peer_ranks(ht_ctx *ctx, void *arg) {
+  (void)arg;
+  int n = ctx->nranks, me = ctx->rank, late = n - 1;
+  hetcclUniqueId id;
+  if (share_id(ctx, &id) != 0) return 1;
+  hetcclConfig_t nb = HETCCL_CONFIG_INITIALIZER;
+  nb.blocking = 0;
+  hetcclComm_t comm = NULL;
+  hetcclResult_t rc = hetcclInProgress, absent = hetcclInProgress;
+  double took = 0;
+  if (me != late) {
+    double t0 = ht_now();
+    rc = hetcclCommInitRankConfig(&comm, n, id, me, &nb);
+    took = ht_now() - t0;
+    usleep(200 * 1000); /* the peer stays away a while longer */
+    absent = hetcclInternalError;
+    if (comm && hetcclCommGetAsyncError(comm, &absent) != hetcclSuccess) absent = hetcclInternalError;
+  }
+  ht_case(ctx, rc == hetcclInProgress && (comm || me == late),
+          "non-blocking init with rank %d not yet arrived returned %d (%s) after %.1f s, want InProgress at once: %s",
+          late, (int)rc, hetcclGetErrorString(rc), took, hetcclGetLastError(NULL));
+  ht_case(ctx, absent == hetcclInProgress,
+          "CommGetAsyncError with rank %d not yet arrived gave %d (%s), want InProgress", late, (int)absent,
+          comm || me == late ? hetcclGetErrorString(absent) : "no communicator to ask");
+  /* Everyone else's init has returned: now the late rank arrives. */
+  if (ht_oob_barrier(ctx) != 0) return 1;
+  if (me == late) {
+    rc = hetcclCommInitRankConfig(&comm, n, id, me, &nb);
+    ht_case(ctx, (rc == hetcclSuccess || rc == hetcclInProgress) && comm, "late rank's non-blocking init returned %d: %s",
+            (int)rc, hetcclGetLastError(NULL));
+  }
+  if (!comm) return 1;
+  if (ok_rc(ctx, "non-blocking init once the late rank arrived, polled with CommGetAsyncError",
+            wait_ready(comm, rc, 60)))
+    check_allreduce(ctx, comm, "AllReduce on the comm whose last rank came late", me, n);
+  ok_rc(ctx, "CommDestroy(late-peer comm)", hetcclCommDestroy(comm));
+  return 0;
+}
+
 /* Split: colors by parity, keys reversing the order, one rank opting out. */
 static int split_ranks(ht_ctx *ctx, void *arg) {
   (void)arg;
@@ -389,8 +443,9 @@ int main(void) {
       {.name = "config/finalize/abort/groups n=3", .nranks = 3, .timeout_s = 240},
       {.name = "config/finalize/abort/groups n=2", .nranks = 2, .timeout_s = 240},
       {.name = "split n=5", .nranks = 5, .timeout_s = 120},
+      {.name = "non-blocking init, last rank late n=3", .nranks = 3, .timeout_s = 120, .env = late_peer_env},
   };
-  ht_rank_fn fns[] = {single_process, config_ranks, config_ranks, split_ranks};
+  ht_rank_fn fns[] = {single_process, config_ranks, config_ranks, split_ranks, late_peer_ranks};
   for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
     ht_job_run(&jobs[k], fns[k], NULL);
     printf("%s: %u cases, %u failed, %.1f s\n", jobs[k].name, jobs[k].ncases, jobs[k].nfailed, jobs[k].seconds);

@@ -7,7 +7,8 @@
  * Send/Recv, x all 12 types x counts {0, 1, 1000, 24577} x in-place and
  * out-of-place (where NCCL defines both), on 3 ranks in one domain and on 4
  * ranks in two domains (HETCCL_DOMAIN, so the cross-domain plans run too).
- * Inputs are random (the harness's deterministic streams); every element is
+ * Types and ops are passed by their nccl.h names. Inputs are random (the
+ * harness's deterministic streams, different on every rank); every element is
  * checked against references the harness computes from all ranks'
  * regenerated inputs; out-of-place inputs must be unchanged and 64 guard
  * bytes around every buffer must survive.
@@ -23,6 +24,38 @@
 #include "ht.h"
 
 #define GUARD 64
+
+/* The face's own names for the harness's types and ops, spelled out rather
+ * than cast, so the values nccl.h gives them are exercised too (a program
+ * passes ncclMax, not 2). */
+static ncclDataType_t nccl_type(hetcclDataType_t t) {
+  switch (t) {
+    case hetcclInt8: return ncclInt8;
+    case hetcclUint8: return ncclUint8;
+    case hetcclInt32: return ncclInt32;
+    case hetcclUint32: return ncclUint32;
+    case hetcclInt64: return ncclInt64;
+    case hetcclUint64: return ncclUint64;
+    case hetcclFloat16: return ncclFloat16;
+    case hetcclFloat32: return ncclFloat32;
+    case hetcclFloat64: return ncclFloat64;
+    case hetcclBfloat16: return ncclBfloat16;
+    case hetcclFloat8e4m3: return ncclFloat8e4m3;
+    case hetcclFloat8e5m2: return ncclFloat8e5m2;
+    default: return (ncclDataType_t)-1;
+  }
+}
+
+static ncclRedOp_t nccl_op(int op) {
+  switch (op) {
+    case HT_OP_SUM: return ncclSum;
+    case HT_OP_PROD: return ncclProd;
+    case HT_OP_MAX: return ncclMax;
+    case HT_OP_MIN: return ncclMin;
+    case HT_OP_AVG: return ncclAvg;
+    default: return (ncclRedOp_t)-1; /* PreMulSum: made per case */
+  }
+}
 
 struct gbuf {
   unsigned char *base;
@@ -119,7 +152,7 @@ static void run_reduction(struct fcase *c, int coll, int op, int inplace) {
   uint64_t seed = ht_seed(caseno, c->t, c->count, 11);
   unsigned char scalar[8];
   struct ht_opspec spec = ht_opspec_make(op, c->t, caseno, scalar);
-  ncclRedOp_t nop = (ncclRedOp_t)op;
+  ncclRedOp_t nop = nccl_op(op);
   if (op == HT_OP_PREMUL) {
     ncclResult_t rc = ncclRedOpCreatePreMulSum(&nop, scalar, c->nt, ncclScalarHostImmediate, c->comm);
     note_rc(c, "ncclRedOpCreatePreMulSum", rc);
@@ -327,7 +360,7 @@ static void run_matrix(ht_ctx *ctx, ncclComm_t comm) {
   c.n = ctx->nranks;
   for (int t = 0; t < HT_NTYPES; t++) {
     c.t = (hetcclDataType_t)t;
-    c.nt = (ncclDataType_t)t;
+    c.nt = nccl_type(c.t);
     c.es = ht_type_size(c.t);
     for (size_t k = 0; k < sizeof g_counts / sizeof g_counts[0]; k++) {
       c.count = g_counts[k];

@@ -7,15 +7,18 @@
  *    non-blocking ncclCommInitRankConfig, then grouped collectives and a
  *    send/recv ring across them;
  *  - forked ranks: ncclCommInitRankConfig blocking and non-blocking (polled
- *    with ncclCommGetAsyncError, bounded), configs of older NCCL sizes
+ *    with ncclCommGetAsyncError, bounded); non-blocking with the last rank
+ *    arriving only after the others' init returned (ncclInProgress at once
+ *    and until it arrives, then ncclSuccess); configs of older NCCL sizes
  *    placed against an unreadable page (reading past `size` crashes the
  *    rank), a config of a newer, larger size (unknown fields ignored),
  *    ncclCommInitRankScalable with two ids made on different ranks;
  *  - bad configs (magic, size), error strings of every code, ncclGetLastError
  *    naming the problem, refusals (windows, revoke) with ncclInvalidUsage;
  *  - ncclGroupSimulateEnd: estimatedTime -1, ncclInvalidUsage, nothing run;
- *  - ncclMemAlloc/ncclMemFree and ncclCommRegister/ncclCommDeregister, with
- *    the memory and registered buffers used by collectives.
+ *  - ncclMemAlloc/ncclMemFree and ncclCommRegister/ncclCommDeregister on 3
+ *    ranks, the memory and registered buffers used by AllReduce Max and Min
+ *    on inputs that differ per rank (so the op is seen).
  */
 #include <stddef.h>
 #include <sys/mman.h>
@@ -187,22 +190,46 @@ static void errors_and_refusals(ht_ctx *ctx, ncclComm_t comm) {
   face_check_allreduce(ctx, comm, "AllReduce after the simulation", 0, 1);
 }
 
-static void memory_and_registration(ht_ctx *ctx, ncclComm_t comm) {
+/* Element i of rank r's input: differs between ranks, so max, min and sum
+ * of the ranks' elements all differ. */
+static int32_t mem_input(int r, int i) { return (int32_t)(((uint32_t)i * 2654435761u + (uint32_t)r * 40503u) % 2001u) - 1000; }
+
+/* On every rank of `comm`: ncclMemAlloc'd, registered buffers used by
+ * AllReduce Max and Min (checked against the extremes over the ranks'
+ * inputs), then the allocator's and registration's errors. */
+static void memory_and_registration(ht_ctx *ctx, ncclComm_t comm, int me, int n) {
   enum { N = 1 << 16 };
   void *a = NULL, *b = NULL;
   if (face_ok(ctx, "ncclMemAlloc(a)", ncclMemAlloc(&a, N * sizeof(int32_t))) &&
       face_ok(ctx, "ncclMemAlloc(b)", ncclMemAlloc(&b, N * sizeof(int32_t)))) {
     int32_t *ia = a, *ib = b;
-    for (int i = 0; i < N; i++) ia[i] = i * 3 - 5, ib[i] = -1;
+    for (int i = 0; i < N; i++) ia[i] = mem_input(me, i);
     void *ha = NULL, *hb = NULL;
     face_ok(ctx, "ncclCommRegister(a)", ncclCommRegister(comm, a, N * sizeof(int32_t), &ha));
     face_ok(ctx, "ncclCommRegister(b)", ncclCommRegister(comm, b, N * sizeof(int32_t), &hb));
     ht_case(ctx, ha && hb && ha != hb, "ncclCommRegister handles %p %p", ha, hb);
-    if (face_ok(ctx, "ncclAllReduce on ncclMemAlloc'd, registered buffers",
-                ncclAllReduce(a, b, N, ncclInt32, ncclMax, comm, NULL))) {
-      int bad = 0;
-      for (int i = 0; i < N; i++) bad += ib[i] != i * 3 - 5;
-      ht_case(ctx, bad == 0, "AllReduce on ncclMemAlloc'd memory: %d wrong", bad);
+    static const struct {
+      ncclRedOp_t op;
+      const char *name;
+      int sign; /* +1: the largest input, -1: the smallest */
+    } extremes[] = {{ncclMax, "ncclMax", 1}, {ncclMin, "ncclMin", -1}};
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < N; i++) ib[i] = -7777;
+      char what[96];
+      snprintf(what, sizeof what, "ncclAllReduce(%s) on ncclMemAlloc'd, registered buffers", extremes[k].name);
+      if (!face_ok(ctx, what, ncclAllReduce(a, b, N, ncclInt32, extremes[k].op, comm, NULL))) continue;
+      int bad = 0, first = -1;
+      int32_t want0 = 0;
+      for (int i = 0; i < N; i++) {
+        int32_t want = mem_input(0, i);
+        for (int r = 1; r < n; r++) {
+          int32_t v = mem_input(r, i);
+          if ((v - want) * extremes[k].sign > 0) want = v;
+        }
+        if (ib[i] != want && bad++ == 0) first = i, want0 = want;
+      }
+      ht_case(ctx, bad == 0, "%s: %d wrong, first at %d (got %d, want %d)", what, bad, first,
+              first >= 0 ? ib[first] : 0, want0);
     }
     face_ok(ctx, "ncclCommDeregister(a)", ncclCommDeregister(comm, ha));
     face_ok(ctx, "ncclCommDeregister(b)", ncclCommDeregister(comm, hb));
@@ -260,7 +287,6 @@ static int single_process(ht_ctx *ctx, void *arg) {
   if (face_ok(ctx, "config of a newer, larger size", ncclCommInitRankConfig(&comm, 1, id, 0, &newer.known))) {
     face_check_queries(ctx, comm, "1-rank comm", 0, 1);
     errors_and_refusals(ctx, comm);
-    memory_and_registration(ctx, comm);
     face_ok(ctx, "ncclCommDestroy", ncclCommDestroy(comm));
   }
   return 0;
@@ -298,6 +324,7 @@ static int config_ranks(ht_ctx *ctx, void *arg) {
   if (face_ok(ctx, "ncclCommInitRankConfig(blocking)", ncclCommInitRankConfig(&comm, n, id, me, &cfg))) {
     face_check_queries(ctx, comm, "blocking comm", me, n);
     face_check_allreduce(ctx, comm, "AllReduce on the blocking comm", me, n);
+    memory_and_registration(ctx, comm, me, n);
     face_ok(ctx, "ncclCommDestroy(blocking)", ncclCommDestroy(comm));
   }
 
@@ -351,14 +378,63 @@ static int config_ranks(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
+/* Non-blocking init with a peer that has not arrived: the last rank calls
+ * ncclCommInitRankConfig only after the others' calls have returned. Theirs
+ * must return ncclInProgress at once (an init done on the caller's thread
+ * waits for the absent peer until HETCCL_TIMEOUT_MS, then fails), report
+ * ncclInProgress while it is away and ncclSuccess once it has joined. */
+static void late_peer_env(int rank, int nranks, void *arg) {
+  face_set_host_env(rank, nranks, arg);
+  setenv("HETCCL_TIMEOUT_MS", "10000", 1);
+}
+
+static int late_peer_ranks(ht_ctx *ctx, void *arg) {
+  (void)arg;
+  int n = ctx->nranks, me = ctx->rank, late = n - 1;
+  ncclUniqueId id;
+  if (face_share_id(ctx, 0, &id) != 0) return 1;
+  ncclConfig_t nb = NCCL_CONFIG_INITIALIZER;
+  nb.blocking = 0;
+  ncclComm_t comm = NULL;
+  ncclResult_t rc = ncclInProgress, absent = ncclInProgress;
+  double took = 0;
+  if (me != late) {
+    double t0 = ht_now();
+    rc = ncclCommInitRankConfig(&comm, n, id, me, &nb);
+    took = ht_now() - t0;
+    usleep(200 * 1000); /* the peer stays away a while longer */
+    absent = ncclInternalError;
+    if (comm && ncclCommGetAsyncError(comm, &absent) != ncclSuccess) absent = ncclInternalError;
+  }
+  ht_case(ctx, rc == ncclInProgress && (comm || me == late),
+          "non-blocking ncclCommInitRankConfig with rank %d not yet arrived returned %d after %.1f s, want "
+          "ncclInProgress at once: %s",
+          late, (int)rc, took, ncclGetLastError(NULL));
+  ht_case(ctx, absent == ncclInProgress, "ncclCommGetAsyncError with rank %d not yet arrived gave %d (%s), want ncclInProgress",
+          late, (int)absent, comm || me == late ? ncclGetErrorString(absent) : "no communicator to ask");
+  if (ht_oob_barrier(ctx) != 0) return 1; /* the others' init returned: the late rank arrives */
+  if (me == late) {
+    rc = ncclCommInitRankConfig(&comm, n, id, me, &nb);
+    ht_case(ctx, (rc == ncclSuccess || rc == ncclInProgress) && comm,
+            "late rank's non-blocking ncclCommInitRankConfig returned %d: %s", (int)rc, ncclGetLastError(NULL));
+  }
+  if (!comm) return 1;
+  if (face_ok(ctx, "non-blocking init once the late rank arrived, polled", face_wait(comm, rc, 60)))
+    face_check_allreduce(ctx, comm, "AllReduce on the comm whose last rank came late", me, n);
+  face_ok(ctx, "ncclCommDestroy(late-peer comm)", ncclCommDestroy(comm));
+  return 0;
+}
+
 int main(void) {
   setenv("HETCCL_DEVICE", "host", 1);
   struct ht_job jobs[] = {
       {.name = "nccl face: one process, one thread, many ranks", .nranks = 1, .timeout_s = 120,
        .env = face_set_host_env},
       {.name = "nccl face: configs n=3", .nranks = 3, .timeout_s = 120, .env = face_set_host_env},
+      {.name = "nccl face: non-blocking init, last rank late n=2", .nranks = 2, .timeout_s = 120,
+       .env = late_peer_env},
   };
-  ht_rank_fn fns[] = {single_process, config_ranks};
+  ht_rank_fn fns[] = {single_process, config_ranks, late_peer_ranks};
   for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
     ht_job_run(&jobs[k], fns[k], NULL);
     printf("%s: %u cases, %u failed, %.1f s\n", jobs[k].name, jobs[k].ncases, jobs[k].nfailed, jobs[k].seconds);
