@@ -7,10 +7,19 @@
  * version 2.19.3, so the loader takes it; everything else fails with
  * ncclInvalidUsage. It must not export hetcclGetVersion: it plays the
  * vendor, not HetCCL. Written without nccl.h, as NCCL has its own.
+ *
+ * Built a second time with STAND_IN_QUIRKY (test-tools/stand-in-quirky/
+ * libquirkynccl.so.7) for tests/unit/test_nccl_flavor.c: a library of
+ * another name spelling all-to-all as RCCL does (ncclAllToAll, plus
+ * ncclAllToAllv) instead of NCCL's ncclAlltoAll, with its own version.
  */
 #include <stddef.h>
 
+#ifdef STAND_IN_QUIRKY
+#define STAND_IN_VERSION 21807 /* 2.18.7 */
+#else
 #define STAND_IN_VERSION 21903 /* 2.19.3: distinct from the face's 2.28.9 */
+#endif
 #define INVALID_USAGE 5        /* ncclInvalidUsage */
 
 typedef void *comm_t;
@@ -102,3 +111,21 @@ int ncclRedOpDestroy(int op, comm_t c) {
   (void)op, (void)c;
   return INVALID_USAGE;
 }
+
+#ifdef STAND_IN_QUIRKY
+int ncclAllToAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+
+int ncclAllToAllv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc, const size_t *rd, int dt,
+                  comm_t c, stream_t st) {
+  (void)s, (void)sc, (void)sd, (void)r, (void)rc, (void)rd, (void)dt, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+#else
+int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+#endif
