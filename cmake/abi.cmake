@@ -29,11 +29,15 @@ unset(_hetccl_abi_objs)
 #                       and <vendor>GetVersion's code x*10000+y*100+z
 #   TITLE <text>        the vendor's name in the face's messages ("NCCL")
 #   MAP <file>          the linker version script (what is exported)
-#   INSTALL_DIR <dir>   where it is installed)
+#   INSTALL_DIR <dir>   where it is installed
+#   [HEADER <file>]     the vendor header programs compile against,
+#                       installed as <includedir>/hetccl/<its name>
+#   [PKGCONFIG <file>]  a pkg-config template (<name>.pc.in), configured
+#                       and installed as <libdir>/pkgconfig/<name>.pc)
 # Compile definitions carry what the sources must not hard-code:
 # HETCCL_FACE_VERSION_CODE and HETCCL_FACE_TITLE (src/abi/nccl_face.h).
 function(hetccl_add_face target)
-  cmake_parse_arguments(FACE "" "NAME;SOVERSION;VERSION;TITLE;MAP;INSTALL_DIR" "" ${ARGN})
+  cmake_parse_arguments(FACE "" "NAME;SOVERSION;VERSION;TITLE;MAP;INSTALL_DIR;HEADER;PKGCONFIG" "" ${ARGN})
   foreach(arg NAME SOVERSION VERSION TITLE MAP INSTALL_DIR)
     if(NOT DEFINED FACE_${arg})
       message(FATAL_ERROR "hetccl_add_face(${target}): ${arg} is required")
@@ -64,6 +68,15 @@ function(hetccl_add_face target)
     BUILD_RPATH "$ORIGIN"
     INSTALL_RPATH "$ORIGIN/..")
   install(TARGETS ${target} LIBRARY DESTINATION ${FACE_INSTALL_DIR})
+  if(DEFINED FACE_HEADER)
+    install(FILES ${FACE_HEADER} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetccl)
+  endif()
+  if(DEFINED FACE_PKGCONFIG)
+    get_filename_component(pc ${FACE_PKGCONFIG} NAME)
+    string(REGEX REPLACE "\\.in$" "" pc ${pc})
+    configure_file(${FACE_PKGCONFIG} ${CMAKE_BINARY_DIR}/${pc} @ONLY)
+    install(FILES ${CMAKE_BINARY_DIR}/${pc} DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  endif()
 endfunction()
 
 hetccl_add_face(nccl_face
@@ -72,9 +85,6 @@ hetccl_add_face(nccl_face
   VERSION 2.28.9
   TITLE "NCCL"
   MAP ${CMAKE_SOURCE_DIR}/src/abi/nccl_face.map
-  INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl)
-
-# NCCL's header and pkg-config file for programs built against the face.
-install(FILES ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetccl)
-configure_file(${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in ${CMAKE_BINARY_DIR}/hetccl-nccl.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/hetccl-nccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl
+  HEADER ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h
+  PKGCONFIG ${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in)
