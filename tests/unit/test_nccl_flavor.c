@@ -12,7 +12,11 @@
  *   - a quirk that makes an entry point required, and a flavor's minimum
  *     version, refuse a library with a reason; init of a flavor with no
  *     library fails naming that flavor;
- *   - version codes read as NCCL's before and after 2.9.
+ *   - version codes read as NCCL's before and after 2.9;
+ *   - on a one-rank communicator of each (a device with no-op contexts),
+ *     an all-to-all-v is one ncclAllToAllv call with RCCL's spelling and
+ *     grouped send/receive with NCCL's; an all-to-all is ncclAllToAll, or
+ *     grouped send/receive where ncclAlltoAll is missing.
  */
 #include <dlfcn.h>
 #include <libgen.h>
@@ -58,6 +62,19 @@ static const void *addr(const void *fn_field) {
 
 /* ---- the flavors under test ---- */
 
+/* Loading touches no device; the run test's communicators enter none. */
+static hetcclResult_t no_ctx_push(int device) {
+  (void)device;
+  return hetcclSuccess;
+}
+static hetcclResult_t no_ctx_pop(void) { return hetcclSuccess; }
+static const struct hetccl_device_ops k_no_device = {
+    .kind = HETCCL_DEVICE_CUDA,
+    .name = "test device (no-op contexts)",
+    .ctx_push = no_ctx_push,
+    .ctx_pop = no_ctx_pop,
+};
+
 static char g_quirky_dir[1024];
 static const char *g_quirky_dirs[] = {g_quirky_dir, NULL};
 
@@ -82,7 +99,7 @@ static const struct hetccl_nccl_flavor k_quirky = {
     .title = "Quirky NCCL",
     .lib = &k_quirky_lib,
     .device_kind = "cuda",
-    .device = &hetccl_device_cuda,
+    .device = &k_no_device,
     .min_version = 21800,
     .version_parts = NULL, /* NCCL's rule */
     .quirks = k_rccl_spelling,
@@ -100,7 +117,7 @@ static const struct hetccl_nccl_flavor k_plain_over_quirky = {
     .title = "NCCL-spelled",
     .lib = &k_plain_over_quirky_lib,
     .device_kind = "cuda",
-    .device = &hetccl_device_cuda,
+    .device = &k_no_device,
     .min_version = 21100,
     .state = &g_plain_state,
 };
@@ -227,6 +244,63 @@ static void test_refusals(void) {
   check(contains(hetccl_last_error(), "Absent NCCL library not found"), "the failure names the flavor");
 }
 
+/* Calls the quirky stand-in counted so far, by name. */
+static int calls(const char *name) {
+  void *h = dlopen(HETCCL_TEST_STAND_IN_QUIRKY, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  int (*count)(const char *) = NULL;
+  void *fn = h ? dlsym(h, "stand_in_calls") : NULL;
+  memcpy(&count, &fn, sizeof fn);
+  int n = count ? count(name) : -1;
+  if (h) dlclose(h);
+  return n;
+}
+
+/* What one all-to-all-v and one all-to-all of a one-rank communicator of
+ * flavor `f` call in the quirky stand-in: counts of AllToAllv, AllToAll,
+ * GroupStart, Send (in that order) after each. */
+static int run_alltoalls(const struct hetccl_nccl_flavor *f, int after_v[4], int after_a[4]) {
+  static const char *const names[4] = {"ncclAllToAllv", "ncclAllToAll", "ncclGroupStart", "ncclSend"};
+  struct hetccl_vendor_init args;
+  memset(&args, 0, sizeof args);
+  args.nranks = 1;
+  hetccl_vcomm *vc = NULL;
+  if (hetccl_nccl_flavor_init(f, &args, &vc) != hetcclSuccess) return 0;
+  float send[4] = {1, 2, 3, 4}, recv[4];
+  size_t counts[1] = {4}, displs[1] = {0};
+  struct hetccl_op op;
+  memset(&op, 0, sizeof op);
+  op.coll = HETCCL_COLL_ALLTOALLV;
+  op.sendbuff = send;
+  op.recvbuff = recv;
+  op.dtype = hetcclFloat32;
+  op.sendcounts = op.recvcounts = counts;
+  op.sdispls = op.rdispls = displs;
+  int before[4], ok = 1;
+  for (int i = 0; i < 4; i++) before[i] = calls(names[i]);
+  ok &= hetccl_nccl_flavor_run(vc, &op, 1) == hetcclSuccess;
+  for (int i = 0; i < 4; i++) after_v[i] = calls(names[i]) - before[i];
+  op.coll = HETCCL_COLL_ALLTOALL;
+  op.count = 4;
+  op.sendcounts = op.recvcounts = op.sdispls = op.rdispls = NULL;
+  for (int i = 0; i < 4; i++) before[i] = calls(names[i]);
+  ok &= hetccl_nccl_flavor_run(vc, &op, 1) == hetcclSuccess;
+  for (int i = 0; i < 4; i++) after_a[i] = calls(names[i]) - before[i];
+  int destroyed = calls("ncclCommDestroy");
+  hetccl_nccl_flavor_destroy(vc);
+  return ok && calls("ncclCommDestroy") == destroyed + 1;
+}
+
+static void test_run_paths(void) {
+  int v[4], a[4];
+  check(calls("ncclAllToAllv") >= 0, "the quirky stand-in counts its calls");
+  check(run_alltoalls(&k_quirky, v, a), "a one-rank communicator of the quirky flavor runs and is destroyed");
+  check(v[0] == 1 && v[2] == 0 && v[3] == 0, "RCCL's spelling: all-to-all-v is one ncclAllToAllv, no group");
+  check(a[1] == 1 && a[2] == 0 && a[3] == 0, "RCCL's spelling: all-to-all is one ncclAllToAll");
+  check(run_alltoalls(&k_plain_over_quirky, v, a), "a one-rank communicator of NCCL's spelling runs");
+  check(v[0] == 0 && v[2] == 1 && v[3] == 1, "NCCL's spelling: all-to-all-v is grouped send/receive");
+  check(a[1] == 0 && a[2] == 1 && a[3] == 1, "NCCL's spelling without ncclAlltoAll: grouped send/receive");
+}
+
 static void test_version_codes(void) {
   int a, b, c;
   hetccl_nccl_version_parts(22809, &a, &b, &c);
@@ -247,6 +321,7 @@ int main(void) {
   test_nccl_spelling_over_quirky();
   test_nccl_instance_beside();
   test_refusals();
+  test_run_paths();
   printf("%d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
 }
