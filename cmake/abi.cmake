@@ -1,6 +1,9 @@
-# HetCCL's NCCL face: lib/libnccl.so.2 (soname libnccl.so.2, libnccl.so
-# beside it for linking), exporting NCCL 2.28's API (nccl* and pnccl* only)
-# over libhetccl.so, plus the matching header include/nccl/nccl.h.
+# HetCCL's faces: shared libraries that speak a vendor library's ABI over
+# libhetccl.so (src/abi/README.md). One set of face sources; each face is
+# one hetccl_add_face() call giving what differs between vendors (library
+# name, soname version, file version, export map, install folder, the name
+# in messages). Today: lib/libnccl.so.2 (NCCL 2.28.9's API). RCCL's
+# librccl.so.1 would be one more call with its own name, version and map.
 #
 # Include from the top-level CMakeLists.txt after the hetccl target:
 #   include(cmake/abi.cmake)
@@ -10,34 +13,78 @@
 #   <libdir>/hetccl/libnccl.so.2   (RUNPATH $ORIGIN/.. finds libhetccl.so)
 #   <includedir>/hetccl/nccl.h
 
-file(GLOB HETCCL_ABI_NCCL_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/abi/nccl_face*.c)
+file(GLOB HETCCL_ABI_FACE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/abi/nccl_face*.c)
 
 # src/abi sits under src/, whose glob feeds libhetccl's objects: the face's
-# sources belong to the face only.
+# sources belong to the faces only.
 get_target_property(_hetccl_abi_objs hetccl_objects SOURCES)
 list(FILTER _hetccl_abi_objs EXCLUDE REGEX "/src/abi/")
 set_property(TARGET hetccl_objects PROPERTY SOURCES ${_hetccl_abi_objs})
 unset(_hetccl_abi_objs)
 
-set(HETCCL_ABI_NCCL_MAP ${CMAKE_SOURCE_DIR}/src/abi/nccl_face.map)
-add_library(nccl_face SHARED ${HETCCL_ABI_NCCL_SOURCES})
-target_include_directories(nccl_face PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
-# The face never needs CUDA's headers: streams are opaque pointers to it.
-target_compile_definitions(nccl_face PRIVATE HETCCL_NCCL_NO_CUDA_RUNTIME)
-target_compile_options(nccl_face PRIVATE -fvisibility=hidden)
-target_link_libraries(nccl_face PRIVATE hetccl ${CMAKE_DL_LIBS})
-target_link_options(nccl_face PRIVATE -Wl,--version-script=${HETCCL_ABI_NCCL_MAP} -Wl,--no-undefined)
-set_target_properties(nccl_face PROPERTIES
-  OUTPUT_NAME nccl
-  VERSION 2.28.9
-  SOVERSION 2
-  LINK_DEPENDS ${HETCCL_ABI_NCCL_MAP}
-  # $ORIGIN: the face finds libhetccl.so beside it wherever the build tree
-  # is copied (GPU machines); installed, one level up.
-  BUILD_RPATH "$ORIGIN"
-  INSTALL_RPATH "$ORIGIN/..")
+# hetccl_add_face(<target>
+#   NAME <n>            library lib<n>.so.<SOVERSION>, lib<n>.so beside it
+#   SOVERSION <s>       the vendor's soname version ("2": libnccl.so.2)
+#   VERSION <x.y.z>     the vendor version spoken: file lib<n>.so.<x.y.z>,
+#                       and <vendor>GetVersion's code x*10000+y*100+z
+#   TITLE <text>        the vendor's name in the face's messages ("NCCL")
+#   MAP <file>          the linker version script (what is exported)
+#   INSTALL_DIR <dir>   where it is installed
+#   [HEADER <file>]     the vendor header programs compile against,
+#                       installed as <includedir>/hetccl/<its name>
+#   [PKGCONFIG <file>]  a pkg-config template (<name>.pc.in), configured
+#                       and installed as <libdir>/pkgconfig/<name>.pc)
+# Compile definitions carry what the sources must not hard-code:
+# HETCCL_FACE_VERSION_CODE and HETCCL_FACE_TITLE (src/abi/nccl_face.h).
+function(hetccl_add_face target)
+  cmake_parse_arguments(FACE "" "NAME;SOVERSION;VERSION;TITLE;MAP;INSTALL_DIR;HEADER;PKGCONFIG" "" ${ARGN})
+  foreach(arg NAME SOVERSION VERSION TITLE MAP INSTALL_DIR)
+    if(NOT DEFINED FACE_${arg})
+      message(FATAL_ERROR "hetccl_add_face(${target}): ${arg} is required")
+    endif()
+  endforeach()
+  if(NOT FACE_VERSION MATCHES "^([0-9]+)\\.([0-9]+)\\.([0-9]+)$")
+    message(FATAL_ERROR "hetccl_add_face(${target}): VERSION ${FACE_VERSION} is not x.y.z")
+  endif()
+  # NCCL's code for 2.9 and later (RCCL uses the same rule): x*10000+y*100+z.
+  math(EXPR code "${CMAKE_MATCH_1} * 10000 + ${CMAKE_MATCH_2} * 100 + ${CMAKE_MATCH_3}")
 
-install(TARGETS nccl_face LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/hetccl)
-install(FILES ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetccl)
-configure_file(${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in ${CMAKE_BINARY_DIR}/hetccl-nccl.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/hetccl-nccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  add_library(${target} SHARED ${HETCCL_ABI_FACE_SOURCES})
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+  # The face never needs CUDA's headers: streams are opaque pointers to it.
+  target_compile_definitions(${target} PRIVATE HETCCL_NCCL_NO_CUDA_RUNTIME
+    HETCCL_FACE_VERSION_CODE=${code}
+    HETCCL_FACE_TITLE="${FACE_TITLE}")
+  target_compile_options(${target} PRIVATE -fvisibility=hidden)
+  target_link_libraries(${target} PRIVATE hetccl ${CMAKE_DL_LIBS})
+  target_link_options(${target} PRIVATE -Wl,--version-script=${FACE_MAP} -Wl,--no-undefined)
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME ${FACE_NAME}
+    VERSION ${FACE_VERSION}
+    SOVERSION ${FACE_SOVERSION}
+    LINK_DEPENDS ${FACE_MAP}
+    # $ORIGIN: the face finds libhetccl.so beside it wherever the build tree
+    # is copied (GPU machines); installed, one level up.
+    BUILD_RPATH "$ORIGIN"
+    INSTALL_RPATH "$ORIGIN/..")
+  install(TARGETS ${target} LIBRARY DESTINATION ${FACE_INSTALL_DIR})
+  if(DEFINED FACE_HEADER)
+    install(FILES ${FACE_HEADER} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hetccl)
+  endif()
+  if(DEFINED FACE_PKGCONFIG)
+    get_filename_component(pc ${FACE_PKGCONFIG} NAME)
+    string(REGEX REPLACE "\\.in$" "" pc ${pc})
+    configure_file(${FACE_PKGCONFIG} ${CMAKE_BINARY_DIR}/${pc} @ONLY)
+    install(FILES ${CMAKE_BINARY_DIR}/${pc} DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  endif()
+endfunction()
+
+hetccl_add_face(nccl_face
+  NAME nccl
+  SOVERSION 2
+  VERSION 2.28.9
+  TITLE "NCCL"
+  MAP ${CMAKE_SOURCE_DIR}/src/abi/nccl_face.map
+  INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl
+  HEADER ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h
+  PKGCONFIG ${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in)

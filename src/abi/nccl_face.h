@@ -22,6 +22,16 @@
 
 #define FACE_API __attribute__((visibility("default")))
 
+/* What differs between faces built from these sources, set by
+ * hetccl_add_face() in cmake/abi.cmake: the vendor version this face
+ * reports (ncclGetVersion) and the vendor's name in messages. The defaults are NCCL's, for tools that compile one file alone. */
+#ifndef HETCCL_FACE_VERSION_CODE
+#define HETCCL_FACE_VERSION_CODE NCCL_VERSION_CODE
+#endif
+#ifndef HETCCL_FACE_TITLE
+#define HETCCL_FACE_TITLE "NCCL"
+#endif
+
 /* nccl<name> as a weak alias of pnccl<name> (defined in the same file). */
 #define FACE_ALIAS(name) \
   extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));

@@ -29,7 +29,7 @@ FACE_API int pncclTeamRankToWorld(ncclComm_t comm, struct face_team team, int ra
 FACE_API int pncclTeamRankToLsa(ncclComm_t comm, struct face_team team, int rank);
 
 static const char *const k_no_device_api =
-    "NCCL's device API (device communicators, barriers, LL all-to-all) is not supported by HetCCL";
+    HETCCL_FACE_TITLE "'s device API (device communicators, barriers, LL all-to-all) is not supported by HetCCL";
 
 ncclResult_t pncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm) {
   FACE_GUARD(ncclDevCommCreate, comm, reqs, outDevComm);

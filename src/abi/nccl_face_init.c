@@ -24,6 +24,9 @@ _Static_assert((int)ncclAvg == (int)hetcclAvg && (int)ncclNumOps == (int)hetcclN
                "redop values");
 _Static_assert((int)ncclScalarHostImmediate == (int)hetcclScalarHostImmediate, "residence values");
 _Static_assert(NCCL_VERSION_CODE == HETCCL_NCCL_VERSION_CODE, "the NCCL version spoken");
+/* The version this face reports (cmake/abi.cmake) is at least the oldest
+ * one whose ABI the header matches in what the face uses. */
+_Static_assert(HETCCL_FACE_VERSION_CODE >= 21100, "the face's vendor version code");
 _Static_assert(NCCL_SPLIT_NOCOLOR == HETCCL_SPLIT_NOCOLOR && NCCL_CONFIG_UNDEF_INT == HETCCL_CONFIG_UNDEF_INT,
                "config constants");
 _Static_assert(NCCL_SHRINK_ABORT == HETCCL_SHRINK_ABORT && NCCL_SHRINK_DEFAULT == HETCCL_SHRINK_DEFAULT,
@@ -45,7 +48,7 @@ SAME_OFFSET(nvlinkCentricSched);
 
 ncclResult_t face_missing(const char *name) {
   char msg[256];
-  snprintf(msg, sizeof msg, "%s: called from an NCCL library that does not export it", name);
+  snprintf(msg, sizeof msg, "%s: called from an " HETCCL_FACE_TITLE " library that does not export it", name);
   return face_result(hetcclInternalRecordError(hetcclInternalError, msg));
 }
 
@@ -103,7 +106,7 @@ ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t 
 FACE_API ncclResult_t pncclGetVersion(int *version) {
   FACE_GUARD(ncclGetVersion, version);
   if (!version) return face_invalid("ncclGetVersion", "version is NULL");
-  *version = NCCL_VERSION_CODE;
+  *version = HETCCL_FACE_VERSION_CODE;
   return ncclSuccess;
 }
 FACE_ALIAS(ncclGetVersion)

@@ -23,6 +23,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/wire.h"
+#include "util/hello.h"
 #include "util/sock.h"
 
 struct hcb_msg {
@@ -44,14 +45,6 @@ struct hcb_peer {
   struct hcb_msg *first, *last;      /* received, not yet taken */
 };
 
-/* A connection accepted on the listener whose hello has not arrived yet. */
-struct hcb_pending {
-  int fd;
-  uint64_t deadline;
-  uint8_t buf[HCB_HELLO_BYTES];
-  size_t got;
-};
-
 struct hetccl_bootstrap {
   int rank, nranks;
   int64_t timeout_ms;
@@ -63,8 +56,7 @@ struct hetccl_bootstrap {
   atomic_int aborted;
   pthread_mutex_t op_lock; /* held by an operation; destroy takes it before freeing */
   struct hcb_peer *peers;
-  struct hcb_pending *pending;
-  int npending, cap_pending;
+  struct hetccl_acceptor hellos; /* connections accepted on the listener, in their hello */
   struct pollfd *pfds;
   size_t cap_pfds;
   uint32_t coll_seq; /* tags the bootstrap's own collectives */

@@ -150,75 +150,54 @@ static void read_in(hetccl_bootstrap *b, int peer) {
   }
 }
 
-static void drop_pending(hetccl_bootstrap *b, int i, const char *why) {
-  if (why) HETCCL_WARN("bootstrap rank %d: dropped an incoming connection: %s", b->rank, why);
-  close(b->pending[i].fd);
-  b->pending[i] = b->pending[--b->npending];
+/* A hello's checks before its sender gets a peer slot (wire.h's layout). */
+static const char *hello_prefix_problem(const uint8_t *h, void *arg) {
+  const hetccl_bootstrap *b = arg;
+  return hcb_preamble_ok(h, HCB_MSG_HELLO, b->tag) ? NULL : "it is not a hello for this communicator";
 }
 
-static void check_hello(hetccl_bootstrap *b, int i) {
-  const uint8_t *h = b->pending[i].buf;
+static const char *hello_problem(const uint8_t *h, void *arg) {
+  const hetccl_bootstrap *b = arg;
   uint32_t from = hcb_get32(h + 16), to = hcb_get32(h + 20), nranks = hcb_get32(h + 24);
-  if (!hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES)) {
-    drop_pending(b, i, "it failed the secret proof");
-    return;
-  }
-  if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank) {
-    drop_pending(b, i, "its hello names another rank or communicator size");
-    return;
-  }
-  struct hcb_peer *p = &b->peers[from];
+  if (!hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES))
+    return "it failed the secret proof";
+  if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank)
+    return "its hello names another rank or communicator size";
+  return NULL;
+}
+
+_Static_assert(HCB_HELLO_BYTES <= HETCCL_HELLO_MAX_BYTES, "the bootstrap hello fits the acceptor's buffer");
+
+/* The acceptor's rules for this object (util/hello.h). */
+static struct hetccl_hello_rules hello_rules(hetccl_bootstrap *b) {
+  struct hetccl_hello_rules r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.who, sizeof r.who, "bootstrap rank %d", b->rank);
+  int64_t window = PEER_HANDSHAKE_MS;
+  if (b->timeout_ms > 0 && b->timeout_ms < window) window = b->timeout_ms;
+  r.bytes = HCB_HELLO_BYTES;
+  r.window_ns = (uint64_t)window * 1000000ull;
+  r.max_pending = PEER_MAX_PENDING;
+  r.prefix_bytes = HCB_PREAMBLE_BYTES;
+  r.prefix_problem = hello_prefix_problem;
+  r.problem = hello_problem;
+  r.arg = b;
+  return r;
+}
+
+/* Reads connection i's hello; a good one becomes its sender's incoming connection. */
+static void read_hello(hetccl_bootstrap *b, const struct hetccl_hello_rules *rules, int i, uint64_t now) {
+  if (hetccl_acceptor_read(&b->hellos, i, rules, now) != HETCCL_HELLO_GOOD) return;
+  uint32_t from = hcb_get32(b->hellos.conns[i].buf + 16);
+  struct hcb_peer *p = &b->peers[from]; /* from < nranks: hello_problem checked it */
   /* One connection per direction and pair: a second hello is a replay or a bug. */
   if (p->in_state != HCB_IN_NONE) {
-    drop_pending(b, i, "a second connection claims the same rank");
+    hetccl_acceptor_drop(&b->hellos, i, rules, "a second connection claims the same rank");
     return;
   }
-  p->in_fd = b->pending[i].fd;
+  p->in_fd = hetccl_acceptor_take(&b->hellos, i);
   p->in_state = HCB_IN_OPEN;
-  b->pending[i] = b->pending[--b->npending];
   HETCCL_TRACE("bootstrap rank %d: rank %u connected", b->rank, from);
-}
-
-static void read_pending(hetccl_bootstrap *b, int i) {
-  struct hcb_pending *q = &b->pending[i];
-  ssize_t n = recv(q->fd, q->buf + q->got, HCB_HELLO_BYTES - q->got, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (n <= 0) {
-    drop_pending(b, i, "it closed before its hello");
-    return;
-  }
-  size_t before = q->got;
-  q->got += (size_t)n;
-  if (before < HCB_PREAMBLE_BYTES && q->got >= HCB_PREAMBLE_BYTES &&
-      !hcb_preamble_ok(q->buf, HCB_MSG_HELLO, b->tag)) {
-    drop_pending(b, i, "it is not a hello for this communicator");
-    return;
-  }
-  if (q->got == HCB_HELLO_BYTES) check_hello(b, i);
-}
-
-static void accept_new(hetccl_bootstrap *b) {
-  for (;;) {
-    int fd = accept4(b->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (b->npending == PEER_MAX_PENDING) drop_pending(b, 0, "too many connections in their hello");
-    if (b->npending == b->cap_pending) {
-      int cap = b->cap_pending ? 2 * b->cap_pending : 16;
-      struct hcb_pending *np = realloc(b->pending, sizeof *np * (size_t)cap);
-      if (!np) {
-        close(fd);
-        return;
-      }
-      b->pending = np;
-      b->cap_pending = cap;
-    }
-    struct hcb_pending *q = &b->pending[b->npending++];
-    int64_t window = PEER_HANDSHAKE_MS;
-    if (b->timeout_ms > 0 && b->timeout_ms < window) window = b->timeout_ms;
-    q->fd = fd;
-    q->got = 0;
-    q->deadline = hetccl_now_ns() + (uint64_t)window * 1000000ull;
-  }
 }
 
 /* ---- outgoing connections ---- */
@@ -343,6 +322,7 @@ hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct h
     if (rc != hetcclSuccess) return rc;
   }
   if (s && s->done == 0) HETCCL_TRY(open_out(b, s->peer, deadline));
+  const struct hetccl_hello_rules rules = hello_rules(b);
   for (;;) {
     if (atomic_load(&b->aborted))
       return hetccl_error(hetcclInvalidUsage, "bootstrap rank %d: destroyed during an operation", b->rank);
@@ -360,20 +340,17 @@ hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct h
     if (r_done && s_done) return hetcclSuccess;
     uint64_t now = hetccl_now_ns();
     if (now >= deadline) return timed_out(b, s, r);
-    uint64_t wake = deadline;
-    for (int i = b->npending - 1; i >= 0; i--) {
-      if (b->pending[i].deadline <= now) drop_pending(b, i, "no hello in time");
-      else if (b->pending[i].deadline < wake) wake = b->pending[i].deadline;
-    }
+    uint64_t wake = deadline, first_hello = hetccl_acceptor_expire(&b->hellos, &rules, now);
+    if (first_hello < wake) wake = first_hello;
 
-    HETCCL_TRY(grow_pfds(b, 3 + (size_t)b->npending + (size_t)b->nranks));
+    HETCCL_TRY(grow_pfds(b, 3 + (size_t)b->hellos.n + (size_t)b->nranks));
     struct pollfd *pf = b->pfds;
     nfds_t n = 0;
     pf[n++] = (struct pollfd){.fd = b->abort_fd, .events = POLLIN};
     pf[n++] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
     pf[n++] = (struct pollfd){.fd = s_done ? -1 : b->peers[s->peer].out_fd, .events = POLLOUT};
-    int npending = b->npending;
-    for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->pending[i].fd, .events = POLLIN};
+    int npending = b->hellos.n;
+    for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->hellos.conns[i].fd, .events = POLLIN};
     for (int k = 0; k < b->nranks; k++) pf[n++] = (struct pollfd){.fd = b->peers[k].in_fd, .events = POLLIN};
     int ms = -1;
     if (wake != UINT64_MAX) {
@@ -390,17 +367,17 @@ hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct h
     struct pollfd *in = pf + 3 + npending;
     for (int k = 0; k < b->nranks; k++)
       if (in[k].fd >= 0 && in[k].revents) read_in(b, k);
+    now = hetccl_now_ns();
     for (int i = npending - 1; i >= 0; i--)
-      if (pf[3 + i].revents) read_pending(b, i);
-    if (pf[1].revents) accept_new(b);
+      if (pf[3 + i].revents) read_hello(b, &rules, i, now);
+    /* An accept failure (out of descriptors or memory) leaves the backlog
+     * for the next wake; the peers' connects wait there meanwhile. */
+    if (pf[1].revents) (void)hetccl_acceptor_accept(&b->hellos, b->listen_fd, &rules);
   }
 }
 
 void hcb_peers_free(hetccl_bootstrap *b) {
-  for (int i = 0; i < b->npending; i++) close(b->pending[i].fd);
-  b->npending = 0;
-  free(b->pending);
-  b->pending = NULL;
+  hetccl_acceptor_free(&b->hellos);
   if (!b->peers) return;
   for (int k = 0; k < b->nranks; k++) {
     struct hcb_peer *p = &b->peers[k];

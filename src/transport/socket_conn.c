@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,13 +24,21 @@
 /* A connection that has not sent its whole hello by then is dropped. */
 #define HELLO_TIMEOUT_NS 10000000000ull
 
-static void hello_mac(const hetccl_net_ctx *ctx, uint32_t rank, uint32_t stream, uint32_t accepting_rank,
-                      uint8_t out[HETCCL_SHA256_BYTES]) {
-  uint8_t msg[20];
+_Static_assert(sizeof(struct socket_hello) <= HETCCL_HELLO_MAX_BYTES, "the socket hello fits the acceptor's buffer");
+
+/* What the hello's MAC covers: comm_tag || rank || stream || accepting rank. */
+static void hello_mac_text(const hetccl_net_ctx *ctx, uint32_t rank, uint32_t stream, uint32_t accepting_rank,
+                           uint8_t msg[20]) {
   memcpy(msg, &ctx->comm_tag, 8);
   memcpy(msg + 8, &rank, 4);
   memcpy(msg + 12, &stream, 4);
   memcpy(msg + 16, &accepting_rank, 4);
+}
+
+static void hello_mac(const hetccl_net_ctx *ctx, uint32_t rank, uint32_t stream, uint32_t accepting_rank,
+                      uint8_t out[HETCCL_SHA256_BYTES]) {
+  uint8_t msg[20];
+  hello_mac_text(ctx, rank, stream, accepting_rank, msg);
   hetccl_hmac_sha256(ctx->secret, HETCCL_SECRET_BYTES, msg, sizeof(msg), out);
 }
 
@@ -83,9 +92,8 @@ void hetccl_socket_teardown(hetccl_net_ctx *ctx) {
   if (!st) return;
   if (st->listen_fd >= 0) close(st->listen_fd);
   for (int i = 0; i < st->nstash; i++) close(st->stash[i].fd);
-  for (int i = 0; i < st->npending; i++) close(st->pending[i].fd);
   free(st->stash);
-  free(st->pending);
+  hetccl_acceptor_free(&st->hellos);
   free(st);
   ctx->state[HETCCL_TRANSPORT_SOCKET] = NULL;
 }
@@ -112,25 +120,33 @@ fail:
   return rc;
 }
 
-/* NULL when the hello is good, else why not. */
-static const char *hello_problem(const hetccl_net_ctx *ctx, const struct socket_hello *h) {
-  if (h->magic != SOCKET_HELLO_MAGIC) return "not a HetCCL socket hello (or another version)";
-  if (h->comm_tag != ctx->comm_tag) return "hello for another communicator";
-  if (h->rank >= (uint32_t)ctx->rank) return "hello from a rank that should accept, not connect";
-  if (h->stream >= (uint32_t)ctx->socket_nstreams) return "stream index out of range";
-  uint8_t mac[HETCCL_SHA256_BYTES];
-  hello_mac(ctx, h->rank, h->stream, (uint32_t)ctx->rank, mac);
-  if (!hetccl_bytes_equal(mac, h->mac, sizeof(mac))) return "hello does not prove the communicator's secret";
+/* The acceptor's check of a whole hello (util/hello.h): NULL when it is
+ * good, else why not. */
+static const char *hello_problem(const uint8_t *bytes, void *arg) {
+  const hetccl_net_ctx *ctx = arg;
+  struct socket_hello h;
+  memcpy(&h, bytes, sizeof(h));
+  if (h.magic != SOCKET_HELLO_MAGIC) return "not a HetCCL socket hello (or another version)";
+  if (h.comm_tag != ctx->comm_tag) return "hello for another communicator";
+  if (h.rank >= (uint32_t)ctx->rank) return "hello from a rank that should accept, not connect";
+  if (h.stream >= (uint32_t)ctx->socket_nstreams) return "stream index out of range";
+  uint8_t text[20];
+  hello_mac_text(ctx, h.rank, h.stream, (uint32_t)ctx->rank, text);
+  if (!hetccl_hello_mac_ok(ctx->secret, HETCCL_SECRET_BYTES, text, sizeof(text), h.mac))
+    return "hello does not prove the communicator's secret";
   return NULL;
 }
 
-static void drop_conn(int fd, int rank, const char *why) {
-  union hetccl_sockaddr sa;
-  socklen_t len = sizeof(sa);
-  char s[96] = "?";
-  if (getpeername(fd, &sa.sa, &len) == 0) hetccl_sock_str(&sa, s, sizeof(s));
-  HETCCL_WARN("socket: rank %d dropped a connection from %s: %s", rank, s, why);
-  close(fd);
+static struct hetccl_hello_rules hello_rules(hetccl_net_ctx *ctx) {
+  struct hetccl_hello_rules r;
+  memset(&r, 0, sizeof(r));
+  snprintf(r.who, sizeof(r.who), "socket: rank %d", ctx->rank);
+  r.bytes = sizeof(struct socket_hello);
+  r.window_ns = HELLO_TIMEOUT_NS;
+  r.max_pending = 0; /* bounded by the descriptors the process may open */
+  r.problem = hello_problem;
+  r.arg = ctx;
+  return r;
 }
 
 static hetcclResult_t grow(void **arr, int *cap, int need, size_t elem) {
@@ -144,63 +160,43 @@ static hetcclResult_t grow(void **arr, int *cap, int need, size_t elem) {
   return hetcclSuccess;
 }
 
-/* A hello arrived whole: give it to the link being built or stash it. */
-static hetcclResult_t hello_complete(hetccl_net_ctx *ctx, struct socket_state *st, int peer, int *fds, int *have,
-                                     const struct socket_pending *p) {
-  const char *why = hello_problem(ctx, &p->hello);
-  int rank = (int)p->hello.rank, stream = (int)p->hello.stream;
-  if (!why && rank == peer && fds[stream] >= 0) why = "duplicate stream";
-  for (int i = 0; !why && i < st->nstash; i++)
-    if (st->stash[i].rank == rank && st->stash[i].stream == stream) why = "duplicate stream";
+/* A good hello (connection i): give it to the link being built or stash it. */
+static hetcclResult_t hello_complete(struct socket_state *st, const struct hetccl_hello_rules *rules, int i, int peer,
+                                     int *fds, int *have) {
+  struct socket_hello h;
+  memcpy(&h, st->hellos.conns[i].buf, sizeof(h));
+  int rank = (int)h.rank, stream = (int)h.stream; /* in range: hello_problem checked them */
+  const char *why = NULL;
+  if (rank == peer && fds[stream] >= 0) why = "duplicate stream";
+  for (int k = 0; !why && k < st->nstash; k++)
+    if (st->stash[k].rank == rank && st->stash[k].stream == stream) why = "duplicate stream";
   if (why) {
-    drop_conn(p->fd, ctx->rank, why);
+    hetccl_acceptor_drop(&st->hellos, i, rules, why);
     return hetcclSuccess;
   }
   if (rank == peer) {
-    fds[stream] = p->fd;
+    fds[stream] = hetccl_acceptor_take(&st->hellos, i);
     (*have)++;
     return hetcclSuccess;
   }
   if (grow((void **)&st->stash, &st->cap_stash, st->nstash + 1, sizeof(*st->stash)) != hetcclSuccess) {
-    close(p->fd);
+    close(hetccl_acceptor_take(&st->hellos, i));
     return hetcclSystemError;
   }
-  st->stash[st->nstash++] = (struct socket_conn){.fd = p->fd, .rank = rank, .stream = stream};
+  st->stash[st->nstash++] = (struct socket_conn){.fd = hetccl_acceptor_take(&st->hellos, i), .rank = rank, .stream = stream};
   return hetcclSuccess;
 }
 
 /* Accepts what the backlog holds and reads what the pending hellos sent. */
 static hetcclResult_t pump_listener(hetccl_net_ctx *ctx, struct socket_state *st, int peer, int *fds, int *have) {
-  for (;;) {
-    int fd = accept4(st->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
-      return hetccl_error(hetcclSystemError, "socket: accept failed: %s", strerror(errno));
-    }
-    HETCCL_TRY(grow((void **)&st->pending, &st->cap_pending, st->npending + 1, sizeof(*st->pending)));
-    st->pending[st->npending++] = (struct socket_pending){.fd = fd, .since_ns = hetccl_now_ns()};
-  }
+  const struct hetccl_hello_rules rules = hello_rules(ctx);
+  int err = hetccl_acceptor_accept(&st->hellos, st->listen_fd, &rules);
+  if (err == ENOMEM) return hetccl_error(hetcclSystemError, "socket: out of memory");
+  if (err) return hetccl_error(hetcclSystemError, "socket: accept failed: %s", strerror(err));
   uint64_t now = hetccl_now_ns();
-  for (int i = st->npending - 1; i >= 0; i--) {
-    struct socket_pending *p = &st->pending[i];
-    ssize_t n = recv(p->fd, (uint8_t *)&p->hello + p->got, sizeof(p->hello) - p->got, 0);
-    const char *why = NULL;
-    if (n > 0) {
-      p->got += (size_t)n;
-    } else if (n == 0) {
-      why = "closed before its hello";
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      why = strerror(errno);
-    }
-    if (!why && p->got < sizeof(p->hello) && now - p->since_ns > HELLO_TIMEOUT_NS) why = "hello too slow";
-    if (!why && p->got < sizeof(p->hello)) continue;
-    struct socket_pending done = *p;
-    st->pending[i] = st->pending[--st->npending];
-    if (why)
-      drop_conn(done.fd, ctx->rank, why);
-    else
-      HETCCL_TRY(hello_complete(ctx, st, peer, fds, have, &done));
-  }
+  for (int i = st->hellos.n - 1; i >= 0; i--)
+    if (hetccl_acceptor_read(&st->hellos, i, &rules, now) == HETCCL_HELLO_GOOD)
+      HETCCL_TRY(hello_complete(st, &rules, i, peer, fds, have));
   return hetcclSuccess;
 }
 
@@ -226,11 +222,11 @@ static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *s
                         have, n, peer, (long long)ctx->timeout_ms);
       goto fail;
     }
-    HETCCL_CHECK(grow((void **)&pfds, &cap_pfds, st->npending + 1, sizeof(*pfds)));
+    HETCCL_CHECK(grow((void **)&pfds, &cap_pfds, st->hellos.n + 1, sizeof(*pfds)));
     pfds[0] = (struct pollfd){.fd = st->listen_fd, .events = POLLIN};
-    for (int i = 0; i < st->npending; i++) pfds[i + 1] = (struct pollfd){.fd = st->pending[i].fd, .events = POLLIN};
+    for (int i = 0; i < st->hellos.n; i++) pfds[i + 1] = (struct pollfd){.fd = st->hellos.conns[i].fd, .events = POLLIN};
     uint64_t wait_ms = (deadline - now) / 1000000 + 1;
-    poll(pfds, (nfds_t)st->npending + 1, wait_ms > 100 ? 100 : (int)wait_ms);
+    poll(pfds, (nfds_t)st->hellos.n + 1, wait_ms > 100 ? 100 : (int)wait_ms);
   }
   free(pfds);
   return hetcclSuccess;

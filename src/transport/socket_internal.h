@@ -12,6 +12,7 @@
 
 #include "transport/opq.h"
 #include "transport/transport.h"
+#include "util/hello.h"
 #include "util/sha256.h"
 #include "util/sock.h"
 
@@ -55,22 +56,13 @@ struct socket_conn {
   int stream;
 };
 
-/* An accepted connection whose hello has not fully arrived. */
-struct socket_pending {
-  int fd;
-  size_t got;
-  uint64_t since_ns;
-  struct socket_hello hello;
-};
-
 /* ctx->state[HETCCL_TRANSPORT_SOCKET] */
 struct socket_state {
   int listen_fd;
   union hetccl_sockaddr addr;
   struct socket_conn *stash;
   int nstash, cap_stash;
-  struct socket_pending *pending;
-  int npending, cap_pending;
+  struct hetccl_acceptor hellos; /* accepted connections in their hello (util/hello.h) */
 };
 
 struct socket_stream {

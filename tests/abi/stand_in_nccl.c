@@ -7,11 +7,48 @@
  * version 2.19.3, so the loader takes it; everything else fails with
  * ncclInvalidUsage. It must not export hetcclGetVersion: it plays the
  * vendor, not HetCCL. Written without nccl.h, as NCCL has its own.
+ *
+ * Built a second time with STAND_IN_QUIRKY (test-tools/stand-in-quirky/
+ * libquirkynccl.so.7) for tests/unit/test_nccl_flavor.c: a library of
+ * another name spelling all-to-all as RCCL does (ncclAllToAll, plus
+ * ncclAllToAllv) instead of NCCL's ncclAlltoAll, with its own version.
+ * There the calls a one-rank communicator needs succeed without doing
+ * anything (unique id, init, destroy, groups, send/receive, all-to-all)
+ * and are counted: stand_in_calls("ncclSend") says how often each ran.
  */
 #include <stddef.h>
+#include <string.h>
 
+#define INVALID_USAGE 5 /* ncclInvalidUsage */
+
+#ifdef STAND_IN_QUIRKY
+#define STAND_IN_VERSION 21807 /* 2.18.7 */
+/* The counted calls: they succeed. */
+static const char *const g_counted[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclGroupStart",
+                                        "ncclGroupEnd",    "ncclSend",         "ncclRecv",        "ncclAllToAll",
+                                        "ncclAllToAllv"};
+#define N_COUNTED (sizeof g_counted / sizeof g_counted[0])
+static int g_calls[N_COUNTED];
+
+static int counted(const char *name) {
+  for (size_t i = 0; i < N_COUNTED; i++)
+    if (!strcmp(g_counted[i], name)) {
+      g_calls[i]++;
+      return 0;
+    }
+  return INVALID_USAGE;
+}
+
+int stand_in_calls(const char *name) {
+  for (size_t i = 0; i < N_COUNTED; i++)
+    if (!strcmp(g_counted[i], name)) return g_calls[i];
+  return -1;
+}
+#define CALL(name) return counted(#name)
+#else
 #define STAND_IN_VERSION 21903 /* 2.19.3: distinct from the face's 2.28.9 */
-#define INVALID_USAGE 5        /* ncclInvalidUsage */
+#define CALL(name) return INVALID_USAGE
+#endif
 
 typedef void *comm_t;
 typedef void *stream_t;
@@ -36,17 +73,22 @@ const char *ncclGetLastError(comm_t comm) {
 
 int ncclGetUniqueId(unique_id_t *id) {
   (void)id;
-  return INVALID_USAGE;
+  CALL(ncclGetUniqueId);
 }
 
 int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
-  (void)comm, (void)nranks, (void)id, (void)rank;
-  return INVALID_USAGE;
+  (void)nranks, (void)id, (void)rank;
+#ifdef STAND_IN_QUIRKY
+  if (comm) *comm = (comm_t)g_calls; /* any handle but NULL */
+#else
+  (void)comm;
+#endif
+  CALL(ncclCommInitRank);
 }
 
 int ncclCommDestroy(comm_t comm) {
   (void)comm;
-  return INVALID_USAGE;
+  CALL(ncclCommDestroy);
 }
 
 int ncclCommGetAsyncError(comm_t comm, int *error) {
@@ -55,8 +97,8 @@ int ncclCommGetAsyncError(comm_t comm, int *error) {
   return INVALID_USAGE;
 }
 
-int ncclGroupStart(void) { return INVALID_USAGE; }
-int ncclGroupEnd(void) { return INVALID_USAGE; }
+int ncclGroupStart(void) { CALL(ncclGroupStart); }
+int ncclGroupEnd(void) { CALL(ncclGroupEnd); }
 
 int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
   (void)s, (void)r, (void)n, (void)dt, (void)op, (void)c, (void)st;
@@ -85,12 +127,12 @@ int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, comm_t c
 
 int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) {
   (void)s, (void)n, (void)dt, (void)peer, (void)c, (void)st;
-  return INVALID_USAGE;
+  CALL(ncclSend);
 }
 
 int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) {
   (void)r, (void)n, (void)dt, (void)peer, (void)c, (void)st;
-  return INVALID_USAGE;
+  CALL(ncclRecv);
 }
 
 int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) {
@@ -102,3 +144,21 @@ int ncclRedOpDestroy(int op, comm_t c) {
   (void)op, (void)c;
   return INVALID_USAGE;
 }
+
+#ifdef STAND_IN_QUIRKY
+int ncclAllToAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+  CALL(ncclAllToAll);
+}
+
+int ncclAllToAllv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc, const size_t *rd, int dt,
+                  comm_t c, stream_t st) {
+  (void)s, (void)sc, (void)sd, (void)r, (void)rc, (void)rd, (void)dt, (void)c, (void)st;
+  CALL(ncclAllToAllv);
+}
+#else
+int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
+  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+  return INVALID_USAGE;
+}
+#endif

@@ -33,8 +33,12 @@ typedef struct {
 
 typedef void *nccl_stream_t;
 
-/* The entry points. The last three are new in NCCL 2.28 and optional:
- * without them the collectives become grouped send/receive. */
+struct hetccl_nccl_flavor; /* nccl_flavor.h: which NCCL-like library */
+
+/* The entry points. AlltoAll, Gather and Scatter are new in NCCL 2.28 and
+ * optional: without them the collectives become grouped send/receive.
+ * AlltoAllv is RCCL's (ncclAllToAllv; NCCL has none): looked up only for a
+ * flavor that names it, else the grouped send/receive. */
 struct hetccl_nccl {
   ncclResult_t (*GetVersion)(int *version);
   ncclResult_t (*GetUniqueId)(ncclUniqueId *id);
@@ -67,11 +71,16 @@ struct hetccl_nccl {
                          nccl_stream_t stream);
   ncclResult_t (*Scatter)(const void *send, void *recv, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,
                           nccl_stream_t stream);
+  ncclResult_t (*AlltoAllv)(const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv,
+                            const size_t *recvcounts, const size_t *rdispls, ncclDataType_t dt, ncclComm_t comm,
+                            nccl_stream_t stream);
+  const struct hetccl_nccl_flavor *flavor; /* the library this is (its title for messages) */
   int version;      /* ncclGetVersion's code, e.g. 22809 */
   char path[1024];  /* the file it was loaded from */
 };
 
 /*
+ * NCCL's instance (nccl_instance.c) of the flavor loader (nccl_flavor.h).
  * The NCCL library, found and loaded once per process (thread-safe) by the
  * vendor library search (src/ccl/lib_search.h): HETCCL_NCCL_LIBRARY when
  * set (that file only), else libnccl.so.2 through the dynamic linker, and
@@ -83,7 +92,8 @@ struct hetccl_nccl {
  */
 hetcclResult_t hetccl_nccl_load(const struct hetccl_nccl **out);
 
-/* Maps an NCCL failure to HetCCL's code (same numbering) with NCCL's text. */
+/* Maps a failure of the library `api` was loaded from to HetCCL's code
+ * (same numbering) with the library's text. */
 hetcclResult_t hetccl_nccl_error(const struct hetccl_nccl *api, ncclComm_t comm, ncclResult_t r, const char *what);
 
 #endif

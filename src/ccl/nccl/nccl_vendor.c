@@ -1,9 +1,12 @@
 /*
- * NCCL as the vendor library of a cuda domain. Pass-through adds nothing:
+ * An NCCL-like library (a flavor, nccl_flavor.h: NCCL for a cuda domain,
+ * later RCCL for a hip one) as the vendor library of a domain; NCCL's
+ * instance is nccl_instance.c. Pass-through adds nothing:
  * one operation becomes exactly one NCCL call on the operation's own
  * stream, issued on the caller's thread (NCCL picks its device from the
  * communicator). A group of several operations, or one that NCCL spells as
- * several calls (all-to-all-v; all-to-all, gather and scatter before 2.28),
+ * several calls (all-to-all-v unless the library has one; all-to-all,
+ * gather and scatter before NCCL 2.28),
  * goes in one ncclGroupStart/End.
  *
  * Reductions: sum/prod/max/min map directly. A premul becomes a PreMulSum
@@ -23,9 +26,10 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "ccl/nccl/nccl_api.h"
-#include "ccl/nccl/nccl_vendor.h"
+#include "ccl/nccl/nccl_flavor.h"
 
 struct nccl_vcomm {
+  const struct hetccl_nccl_flavor *flavor;
   const struct hetccl_nccl *api;
   ncclComm_t comm;
   int rank, nranks, device;
@@ -39,16 +43,18 @@ struct nccl_vcomm {
     if (nccl_r_ != NCCL_SUCCESS) return hetccl_nccl_error((vc)->api, (vc)->comm, nccl_r_, what); \
   } while (0)
 
-static hetcclResult_t nccl_init(const struct hetccl_vendor_init *args, hetccl_vcomm **out) {
+hetcclResult_t hetccl_nccl_flavor_init(const struct hetccl_nccl_flavor *f, const struct hetccl_vendor_init *args,
+                                       hetccl_vcomm **out) {
   hetcclResult_t rc = hetcclSuccess;
   const struct hetccl_nccl *api;
-  const struct hetccl_device_ops *dev = &hetccl_device_cuda;
+  const struct hetccl_device_ops *dev = f->device;
   struct nccl_vcomm *vc = NULL;
   int pushed = 0;
   ncclUniqueId id;
-  HETCCL_CHECK(hetccl_nccl_load(&api));
+  HETCCL_CHECK(hetccl_nccl_flavor_load(f, &api));
   vc = calloc(1, sizeof *vc);
-  if (!vc) return hetccl_error(hetcclSystemError, "out of memory for an NCCL communicator");
+  if (!vc) return hetccl_error(hetcclSystemError, "out of memory for an %s communicator", f->title);
+  vc->flavor = f;
   vc->api = api;
   vc->rank = args->rank;
   vc->nranks = args->nranks;
@@ -60,7 +66,7 @@ static hetcclResult_t nccl_init(const struct hetccl_vendor_init *args, hetccl_vc
   }
   if (args->nranks > 1) {
     if (!args->bcast) {
-      rc = hetccl_error(hetcclInternalError, "NCCL vendor init without a broadcast for its unique id");
+      rc = hetccl_error(hetcclInternalError, "%s vendor init without a broadcast for its unique id", f->title);
       goto fail;
     }
     HETCCL_CHECK(args->bcast(args->bcast_ctx, &id, sizeof id));
@@ -75,7 +81,8 @@ static hetcclResult_t nccl_init(const struct hetccl_vendor_init *args, hetccl_vc
     goto fail;
   }
   HETCCL_CHECK(dev->ctx_pop());
-  HETCCL_INFO("NCCL communicator: rank %d of %d on CUDA device %d", args->rank, args->nranks, args->device);
+  HETCCL_INFO("%s communicator: rank %d of %d on %s device %d", f->title, args->rank, args->nranks, f->device_kind,
+              args->device);
   *out = (hetccl_vcomm *)vc;
   return hetcclSuccess;
 fail:
@@ -110,13 +117,13 @@ static int needs_post_division(const struct nccl_vcomm *vc, const struct hetccl_
 static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *op, ncclRedOp_t *out) {
   const hetccl_redop *r = &op->redop;
   if ((r->premul || r->postdiv) && r->combine != HETCCL_COMBINE_SUM)
-    return hetccl_error(hetcclInternalError, "NCCL vendor: premul/postdiv with combine %d", r->combine);
+    return hetccl_error(hetcclInternalError, "%s vendor: premul/postdiv with combine %d", vc->flavor->title, r->combine);
   if (r->premul && r->postdiv)
-    return hetccl_error(hetcclInternalError, "NCCL vendor: premul and postdiv together");
+    return hetccl_error(hetcclInternalError, "%s vendor: premul and postdiv together", vc->flavor->title);
   if (r->premul) {
     if (fp8(op->dtype))
-      return hetccl_error(hetcclInvalidArgument, "NCCL supports no PreMulSum or Avg for fp8 %s (AllReduce only is emulated)",
-                          hetccl_coll_name(op->coll));
+      return hetccl_error(hetcclInvalidArgument, "%s supports no PreMulSum or Avg for fp8 %s (AllReduce only is emulated)",
+                          vc->flavor->title, hetccl_coll_name(op->coll));
     if (scalar_is_avg(vc, op->dtype, r->scalar)) {
       *out = NCCL_OP_AVG;
       return hetcclSuccess;
@@ -140,7 +147,7 @@ static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *
 /* Whether NCCL needs several calls for `op` (they must share a group). */
 static int multi_call(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
   switch (op->coll) {
-    case HETCCL_COLL_ALLTOALLV: return 1;
+    case HETCCL_COLL_ALLTOALLV: return !vc->api->AlltoAllv;
     case HETCCL_COLL_ALLTOALL: return !vc->api->AlltoAll;
     case HETCCL_COLL_GATHER: return !vc->api->Gather;
     case HETCCL_COLL_SCATTER: return !vc->api->Scatter;
@@ -152,7 +159,7 @@ static int multi_call(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
  * finish(src)), in the rank's device context whatever thread calls run(). */
 static hetcclResult_t kernel_on_device(struct nccl_vcomm *vc, void *dst, const void *src, const struct hetccl_op *op,
                                        unsigned flags) {
-  const struct hetccl_device_ops *dev = &hetccl_device_cuda;
+  const struct hetccl_device_ops *dev = vc->flavor->device;
   HETCCL_TRY(dev->ctx_push(vc->device));
   hetcclResult_t rc = dev->reduce(dst, src, NULL, op->count, op->dtype, &op->redop, flags, op->stream);
   hetcclResult_t pop = dev->ctx_pop();
@@ -220,7 +227,12 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
       return hetcclSuccess;
     case HETCCL_COLL_ALLTOALLV:
       if (!op->sendcounts || !op->sdispls || !op->recvcounts || !op->rdispls)
-        return hetccl_error(hetcclInternalError, "NCCL vendor: AlltoAllv without counts");
+        return hetccl_error(hetcclInternalError, "%s vendor: AlltoAllv without counts", vc->flavor->title);
+      if (api->AlltoAllv) {
+        NCCL_TRY(vc, api->AlltoAllv(send, op->sendcounts, op->sdispls, recv, op->recvcounts, op->rdispls, dt, vc->comm, s),
+                 "ncclAllToAllv");
+        return hetcclSuccess;
+      }
       for (int p = 0; p < vc->nranks; p++) {
         if (op->sendcounts[p])
           NCCL_TRY(vc, api->Send(send + op->sdispls[p] * esz, op->sendcounts[p], dt, p, vc->comm, s), "ncclSend");
@@ -249,17 +261,17 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
       NCCL_TRY(vc, api->Recv(recv, op->count, dt, op->root, vc->comm, s), "ncclRecv");
       return hetcclSuccess;
     default:
-      return hetccl_error(hetcclInternalError, "NCCL vendor: unknown operation %d", op->coll);
+      return hetccl_error(hetcclInternalError, "%s vendor: unknown operation %d", vc->flavor->title, op->coll);
   }
 }
 
-static hetcclResult_t nccl_run(hetccl_vcomm *handle, const struct hetccl_op *ops, int nops) {
+hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_op *ops, int nops) {
   struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
   hetcclResult_t rc = hetcclSuccess;
   if (nops <= 0) return hetcclSuccess;
   if (nops > vc->made_cap) {
     ncclRedOp_t *m = realloc(vc->made, (size_t)nops * sizeof *m);
-    if (!m) return hetccl_error(hetcclSystemError, "out of memory for NCCL operators");
+    if (!m) return hetccl_error(hetcclSystemError, "out of memory for %s operators", vc->flavor->title);
     vc->made = m;
     vc->made_cap = nops;
   }
@@ -284,7 +296,7 @@ static hetcclResult_t nccl_run(hetccl_vcomm *handle, const struct hetccl_op *ops
   return hetcclSuccess;
 }
 
-static void nccl_destroy(hetccl_vcomm *handle) {
+void hetccl_nccl_flavor_destroy(hetccl_vcomm *handle) {
   struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
   if (!vc) return;
   if (vc->comm) {
@@ -294,11 +306,3 @@ static void nccl_destroy(hetccl_vcomm *handle) {
   free(vc->made);
   free(vc);
 }
-
-const struct hetccl_vendor_ops hetccl_vendor_nccl = {
-    .version = HETCCL_VENDOR_OPS_VERSION,
-    .name = "nccl",
-    .init = nccl_init,
-    .run = nccl_run,
-    .destroy = nccl_destroy,
-};

@@ -1,6 +1,7 @@
 /*
  * The NCCL vendor library: what serves the ranks of one cuda domain
- * together (src/ccl/ccl.h), plus what hetccl-info reports about it.
+ * together (src/ccl/ccl.h), plus what hetccl-info reports about it. It is
+ * NCCL's instance (nccl_instance.c) of the NCCL-like vendor (nccl_flavor.h).
  */
 #ifndef HETCCL_VENDOR_NCCL_VENDOR_H
 #define HETCCL_VENDOR_NCCL_VENDOR_H
@@ -8,6 +9,9 @@
 #include "ccl/ccl.h"
 
 extern const struct hetccl_vendor_ops hetccl_vendor_nccl;
+/* Its flavor (nccl_flavor.h): library search, device kind, quirks, state. */
+struct hetccl_nccl_flavor;
+extern const struct hetccl_nccl_flavor hetccl_nccl_flavor_nccl;
 
 /* The NCCL version code found (e.g. 22809), or 0 when no usable NCCL
  * library is found; loads it on first call. Records no error. */
