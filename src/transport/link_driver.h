@@ -51,6 +51,7 @@ struct hetccl_link_driver {
   /* Reset before each pass; the pass sets them. */
   int moved;               /* a request was posted or completed, or data arrived */
   int held;                /* waited for something that is not a link: no stall */
+  /* The driver's own. */
   uint64_t deadline;
   struct hetccl_backoff backoff;
 };

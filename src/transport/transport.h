@@ -14,6 +14,11 @@
  * requires the other to be inside connect() at the same moment (the lower rank
  * initiates, the higher accepts; shm: the lower rank creates the segment),
  * and every wait is bounded by the context's timeout.
+ *
+ * What only some transports offer (shm's device windows) is not in the ops
+ * table: a link hands it out by name (hetccl_link_extension). Memory that
+ * peers will reach directly is registered through the context
+ * (hetccl_mem_register). Waiting for requests is link_driver.h's.
  */
 #ifndef HETCCL_TRANSPORT_H
 #define HETCCL_TRANSPORT_H
