@@ -5,6 +5,7 @@
 
 #include "exec/exec_device.h"
 #include "device/device.h"
+#include "device/reduce_consume.h"
 #include "util/array.h"
 #include "util/error.h"
 
@@ -78,20 +79,6 @@ hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, v
   return phase_add(&ex->phase, &x);
 }
 
-/* Host ranks: a received chunk is reduced straight from the link. */
-struct consume_arg {
-  char *dst;
-  const char *a;
-  hetcclDataType_t dt;
-  size_t esz;
-  const hetccl_redop *op;
-};
-
-static void reduce_consume(void *arg, size_t offset, const void *src, size_t bytes) {
-  const struct consume_arg *r = arg;
-  hetccl_host_reduce(r->dst + offset, r->a + offset, 0, src, bytes / r->esz, r->dt, r->op);
-}
-
 static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
   struct hetccl_phase *ph = &ex->phase;
   size_t nargs = 0;
@@ -100,12 +87,13 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
     if (ph->x[i].a) nargs += (ph->x[i].bytes + chunk - 1) / chunk;
   }
   if (nargs > ph->args_cap) {
-    void *a = realloc(ph->args, nargs * sizeof(struct consume_arg));
+    void *a = realloc(ph->args, nargs * sizeof(struct hetccl_reduce_consumer));
     if (!a) return hetccl_error(hetcclSystemError, "out of memory for a link phase");
     ph->args = a;
     ph->args_cap = nargs;
   }
-  struct consume_arg *args = ph->args;
+  /* A received chunk that must be combined is reduced straight from the link. */
+  struct hetccl_reduce_consumer *args = ph->args;
   size_t k = 0;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
@@ -117,13 +105,14 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
       } else if (!x->a) {
         HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, NULL, NULL));
       } else {
-        args[k] = (struct consume_arg){(char *)x->dst + off, (const char *)x->a + off, x->dt, hetccl_type_size(x->dt), &x->op};
-        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, reduce_consume, &args[k]));
+        args[k] = (struct hetccl_reduce_consumer){.dst = (char *)x->dst + off, .local = (const char *)x->a + off,
+                                                  .dt = x->dt, .op = &x->op, .pieces = &ph->pieces};
+        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, hetccl_reduce_consume, &args[k]));
         k++;
       }
     }
   }
-  return hetccl_xfer_wait(&ex->xfers, ex->timeout_ms, what);
+  return hetccl_xfer_wait(&ex->xfers, ex->timeout_ms, &ph->pieces, what);
 }
 
 hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what) {

@@ -18,6 +18,7 @@
 #define HETCCL_EXEC_EXEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device/reduce.h"
 #include "exec/xfer.h"
@@ -39,6 +40,7 @@ struct hetccl_phase {
   int n, cap;
   void *args;        /* host ranks: consume-callback arguments */
   size_t args_cap;
+  uint64_t pieces;   /* host ranks: received pieces reduced so far (progress inside a long receive) */
 };
 
 /* Link messages are cut into chunks of this size (the last one shorter):

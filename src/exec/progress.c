@@ -72,82 +72,76 @@ static int aborting(struct hetccl_progress *p) {
   return a;
 }
 
+/* One job's link wait (transport/link_driver.h). */
+struct job_run {
+  struct hetccl_progress *p;
+  struct hetccl_progress_job *j;
+  int next_send, next_recv, recv_done;
+};
+
+static hetcclResult_t job_pass(void *arg, struct hetccl_link_driver *d, int *pending) {
+  struct job_run *r = arg;
+  struct hetccl_progress_job *j = r->j;
+  /* Sends in order, each once its staging copy has landed; waiting on the
+   * device is not a stall of the links. */
+  for (; r->next_send < j->nx; r->next_send++) {
+    struct hetccl_link_xfer *x = &j->x[r->next_send];
+    if (!x->send) continue;
+    hetcclResult_t q = r->p->dev->event_query(j->events[j->gate[r->next_send]]);
+    if (q == hetcclInProgress) {
+      d->held = 1;
+      break;
+    }
+    if (q != hetcclSuccess) return q;
+    HETCCL_TRY(hetccl_link_post(d, x));
+  }
+  HETCCL_TRY(hetccl_link_poll_all(d, j->x, j->nx, pending));
+  /* Announce the leading run of completed receives. */
+  int lead = r->recv_done;
+  for (; r->next_recv < j->nx && (j->x[r->next_recv].send || j->x[r->next_recv].state == HETCCL_XFER_DONE);
+       r->next_recv++)
+    lead += !j->x[r->next_recv].send;
+  if (lead > r->recv_done) {
+    r->recv_done = lead;
+    flag_store(r->p, j->flag_base + (uint32_t)lead);
+  }
+  return hetcclSuccess;
+}
+
+static void job_stalled(void *arg, struct hetccl_link_stall *s) {
+  struct job_run *r = arg;
+  hetccl_link_stall_of(r->j->x, r->j->nx, s);
+}
+
+static hetcclResult_t job_idle(void *arg) {
+  struct job_run *r = arg;
+  if (aborting(r->p)) return hetcclRemoteError;
+  watch(r->p);
+  return hetcclSuccess;
+}
+
 /* Runs one job to its end; a failure stops it (the caller records it). */
 static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_job *j) {
+  static const struct hetccl_link_wait_ops ops = {.pass = job_pass, .stalled = job_stalled, .idle = job_idle};
+  struct job_run r = {.p = p, .j = j};
+  /* Gate 0: earlier device work no longer reads the receive staging. A
+   * device that is busy is no stall of the links: this wait has no timeout. */
   struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
-  /* Gate 0: earlier device work no longer reads the receive staging. */
   for (;;) {
     hetcclResult_t q = p->dev->event_query(j->events[0]);
     if (q == hetcclSuccess) break;
     if (q != hetcclInProgress) return q;
-    if (aborting(p)) return hetcclRemoteError;
-    watch(p);
+    HETCCL_TRY(job_idle(&r));
     hetccl_backoff_pause(&bo);
   }
+  struct hetccl_link_driver d;
+  hetccl_link_driver_init(&d, p->timeout_ms, "a cross-domain phase (progress engine, device %d)", p->device);
   for (int i = 0; i < j->nx; i++) {
-    struct hetccl_pxfer *x = &j->x[i];
-    x->state = 0;
-    if (x->send) continue;
-    HETCCL_TRY(hetccl_link_irecv(x->link, x->host, x->bytes, NULL, NULL, &x->req));
-    x->state = 1;
+    j->x[i].state = HETCCL_XFER_WAITING;
+    if (!j->x[i].send) HETCCL_TRY(hetccl_link_post(&d, &j->x[i]));
   }
-  int left = j->nx, next_send = 0, next_recv = 0, recv_done = 0;
-  uint64_t deadline = hetccl_deadline_ms(p->timeout_ms);
-  hetccl_backoff_reset(&bo);
-  while (left > 0) {
-    int progressed = 0, gated = 0;
-    /* Sends in order, each once its staging copy has landed. */
-    while (next_send < j->nx) {
-      struct hetccl_pxfer *x = &j->x[next_send];
-      if (!x->send) {
-        next_send++;
-        continue;
-      }
-      hetcclResult_t q = p->dev->event_query(j->events[x->gate]);
-      if (q == hetcclInProgress) {
-        gated = 1;
-        break;
-      }
-      if (q != hetcclSuccess) return q;
-      HETCCL_TRY(hetccl_link_isend(x->link, x->host, x->bytes, &x->req));
-      x->state = 1;
-      next_send++;
-      progressed = 1;
-    }
-    for (int i = 0; i < j->nx; i++) {
-      struct hetccl_pxfer *x = &j->x[i];
-      if (x->state != 1) continue;
-      int done = 0;
-      HETCCL_TRY(hetccl_link_test(x->link, x->req, &done));
-      if (!done) continue;
-      x->state = 2;
-      left--;
-      progressed = 1;
-    }
-    /* Announce the leading run of completed receives. */
-    int lead = recv_done;
-    for (; next_recv < j->nx && (j->x[next_recv].send || j->x[next_recv].state == 2); next_recv++)
-      lead += !j->x[next_recv].send;
-    if (lead > recv_done) {
-      recv_done = lead;
-      flag_store(p, j->flag_base + (uint32_t)lead);
-    }
-    if (progressed || gated) {
-      /* Waiting on the device is not a stall of the links. */
-      deadline = hetccl_deadline_ms(p->timeout_ms);
-      if (progressed) hetccl_backoff_reset(&bo);
-    } else if (hetccl_expired(deadline)) {
-      return hetccl_error(hetcclTimeout, "a cross-domain phase made no progress for %lld ms (%d of %d transfers left)",
-                          (long long)p->timeout_ms, left, j->nx);
-    }
-    if (left > 0 && !progressed) {
-      if (aborting(p)) return hetcclRemoteError;
-      watch(p);
-      hetccl_backoff_pause(&bo);
-    }
-  }
-  return hetcclSuccess;
+  return hetccl_link_drive(&d, &ops, &r);
 }
 
 static void *engine_main(void *arg) {
@@ -258,7 +252,9 @@ hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_pr
 hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *link, char *host, size_t bytes, int send,
                                    int gate) {
   HETCCL_TRY(hetccl_array_room((void **)&j->x, &j->xcap, j->nx, sizeof *j->x, 16, "progress transfers"));
-  j->x[j->nx++] = (struct hetccl_pxfer){.link = link, .host = host, .bytes = bytes, .send = send, .gate = gate};
+  HETCCL_TRY(hetccl_array_room((void **)&j->gate, &j->gate_cap, j->nx, sizeof *j->gate, 16, "progress transfers"));
+  j->gate[j->nx] = gate;
+  j->x[j->nx++] = (struct hetccl_link_xfer){.link = link, .buf = host, .bytes = bytes, .send = send};
   j->nrecv += !send;
   return hetcclSuccess;
 }
@@ -303,6 +299,7 @@ void hetccl_progress_destroy(struct hetccl_progress *p, int abort) {
     for (int i = 0; i < j->nevents; i++) p->dev->event_destroy(j->events[i]);
     free(j->events);
     free(j->x);
+    free(j->gate);
   }
   /* After an abort, device work may still wait on the flag: it stays. */
   if (p->flag_host && !abort) p->dev->host_free(p->flag_host);

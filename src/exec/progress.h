@@ -35,24 +35,15 @@
 #include <stdint.h>
 
 #include "device/device.h"
+#include "transport/link_driver.h"
 #include "transport/transport.h"
 
 struct hetccl_progress;
 
-struct hetccl_pxfer {
-  hetccl_link *link;
-  char *host;      /* pinned staging */
-  size_t bytes;
-  int send;
-  int gate;        /* sends: index of the event that must complete first */
-  /* engine-private */
-  uint64_t req;
-  int state;       /* 0 not posted, 1 posted, 2 done */
-};
-
 struct hetccl_progress_job {
-  struct hetccl_pxfer *x;
-  int nx, xcap;
+  struct hetccl_link_xfer *x;  /* buf: pinned staging */
+  int *gate;       /* [nx]: sends: index of the event that must complete first */
+  int nx, xcap, gate_cap;
   void **events;   /* created once per slot, reused */
   int nevents_used, nevents;
   int nrecv;

@@ -24,15 +24,17 @@ static void lane_init(struct hetccl_dlane *l, uint8_t *data, size_t W, _Atomic u
 hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device, hetccl_link *link,
                                 struct hetccl_dwin *win) {
   memset(win, 0, sizeof *win);
-  if (!link || !hetccl_link_window(link, &win->w)) return hetcclSuccess;
+  const struct hetccl_shm_window_ops *ops = hetccl_shm_window_ops_of(link);
+  if (!ops || !ops->window(link, &win->w)) return hetcclSuccess;
   if (win->w.data_bytes < 2 * WIN_UNIT || win->w.data_bytes % (2 * WIN_UNIT))
     return hetccl_error(hetcclInternalError, "device window of %zu bytes to rank %d is malformed", win->w.data_bytes,
                         link->peer);
   win->present = 1;
   win->link = link;
+  win->ops = ops;
   win->dev = dev;
   win->device = device;
-  win->grow_max = link->ops->lane_open ? win->w.grow_max : 0;
+  win->grow_max = ops->lane_open ? win->w.grow_max : 0;
   lane_init(&win->tx[0], win->w.tx_data, win->w.data_bytes, win->w.tx_produced, win->w.tx_consumed, win->w.base);
   lane_init(&win->rx[0], win->w.rx_data, win->w.data_bytes, win->w.rx_produced, win->w.rx_consumed, win->w.base);
   atomic_store(&win->ntx, 1);
@@ -60,7 +62,7 @@ static void lane_free(struct hetccl_dwin *win, struct hetccl_dlane *l) {
   l->bounce = NULL;
   if (l->seg.base) {
     if (l->dev_reg) win->dev->host_unregister(l->seg.base);
-    win->link->ops->lane_close(&l->seg);
+    win->ops->lane_close(&l->seg);
   }
 }
 
@@ -112,11 +114,11 @@ size_t hetccl_dwin_chunk(size_t W, int grown, size_t bytes) {
 static hetcclResult_t lane_grow(struct hetccl_dwin *win, int tx, int gen, size_t W) {
   struct hetccl_dlane *l = tx ? &win->tx[gen] : &win->rx[gen];
   struct hetccl_link_lane seg;
-  HETCCL_TRY(win->link->ops->lane_open(win->link, tx, (unsigned)gen, W, &seg));
+  HETCCL_TRY(win->ops->lane_open(win->link, tx, (unsigned)gen, W, &seg));
   void *d = NULL;
   hetcclResult_t rc = win->dev->host_register(win->device, seg.base, seg.bytes, &d);
   if (rc != hetcclSuccess) {
-    win->link->ops->lane_close(&seg);
+    win->ops->lane_close(&seg);
     return hetccl_error(rc, "cannot map a %zu-byte device window lane to rank %d for device %d: %s", W,
                         win->link->peer, win->device, hetccl_last_error());
   }
@@ -285,7 +287,7 @@ hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {
   for (int i = 0; i < ntx; i++)
     pending |= !reached(win->tx[i].consumed, atomic_load_explicit(&win->tx[i].need, memory_order_acquire));
   if (!pending) return hetcclSuccess;
-  hetcclResult_t rc = hetccl_link_check_peer(win->link);
+  hetcclResult_t rc = win->ops->check_peer ? win->ops->check_peer(win->link) : hetcclSuccess;
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "rank %d left with transfers through the device window still waited for (%s)",
                         win->link->peer, hetccl_last_error());

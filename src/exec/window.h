@@ -1,6 +1,6 @@
 /*
  * Transfers between two GPU ranks on one host through their link's device
- * window (transport.h, struct hetccl_link_window), with no CPU on the data
+ * window (transport/shm_window.h, the shm links' extension), with no CPU on the data
  * path and no progress-engine job:
  *   sender's stream:   wait consumed >= room; copy device -> window; write produced
  *   receiver's stream: wait produced >= end;  copy window -> device; write consumed
@@ -36,6 +36,7 @@
 
 #include "device/device.h"
 #include "device/reduce.h"
+#include "transport/shm_window.h"
 #include "transport/transport.h"
 
 #define HETCCL_DWIN_LANES 8 /* per direction: lane 0 and up to 7 grown ones */
@@ -60,6 +61,7 @@ struct hetccl_dwin {
   int present;            /* the link has a window */
   struct hetccl_link_window w;
   hetccl_link *link;
+  const struct hetccl_shm_window_ops *ops; /* the link's window extension */
   const struct hetccl_device_ops *dev;
   int device;
   size_t grow_max;        /* largest lane (w.grow_max; a test may lower it) */

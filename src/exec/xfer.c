@@ -4,64 +4,54 @@
 
 #include "util/array.h"
 #include "util/error.h"
-#include "util/time.h"
-#include "util/wait.h"
 
-static hetcclResult_t reserve(struct hetccl_xfer_batch *b) {
-  return hetccl_array_room((void **)&b->x, &b->cap, b->n, sizeof *b->x, 32, "link transfers");
+static hetcclResult_t add(struct hetccl_xfer_batch *b, const struct hetccl_link_xfer *x) {
+  HETCCL_TRY(hetccl_array_room((void **)&b->x, &b->cap, b->n, sizeof *b->x, 32, "link transfers"));
+  b->x[b->n++] = *x;
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes) {
-  HETCCL_TRY(reserve(b));
-  struct hetccl_xfer *x = &b->x[b->n];
-  x->link = l;
-  x->done = 0;
-  HETCCL_TRY(hetccl_link_isend(l, buf, bytes, &x->req));
-  b->n++;
-  return hetcclSuccess;
+  struct hetccl_link_xfer x = {.link = l, .buf = (void *)buf, .bytes = bytes, .send = 1};
+  return add(b, &x);
 }
 
 hetcclResult_t hetccl_xfer_recv(struct hetccl_xfer_batch *b, hetccl_link *l, void *buf, size_t bytes,
                                 hetccl_consume_fn fn, void *arg) {
-  HETCCL_TRY(reserve(b));
-  struct hetccl_xfer *x = &b->x[b->n];
-  x->link = l;
-  x->done = 0;
-  HETCCL_TRY(hetccl_link_irecv(l, buf, bytes, fn, arg, &x->req));
-  b->n++;
+  struct hetccl_link_xfer x = {.link = l, .buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+  return add(b, &x);
+}
+
+struct batch_wait {
+  struct hetccl_xfer_batch *b;
+  const uint64_t *pieces;
+  uint64_t pieces_seen;
+};
+
+static hetcclResult_t batch_pass(void *arg, struct hetccl_link_driver *d, int *pending) {
+  struct batch_wait *w = arg;
+  for (int i = 0; i < w->b->n; i++)
+    if (w->b->x[i].state == HETCCL_XFER_WAITING) HETCCL_TRY(hetccl_link_post(d, &w->b->x[i]));
+  HETCCL_TRY(hetccl_link_poll_all(d, w->b->x, w->b->n, pending));
+  if (w->pieces && *w->pieces != w->pieces_seen) {
+    w->pieces_seen = *w->pieces;
+    d->moved = 1;
+  }
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_xfer_wait(struct hetccl_xfer_batch *b, int64_t timeout_ms, const char *what) {
-  hetcclResult_t rc = hetcclSuccess;
-  struct hetccl_backoff bo;
-  hetccl_backoff_reset(&bo);
-  uint64_t deadline = hetccl_deadline_ms(timeout_ms);
-  int left = b->n;
-  while (left > 0) {
-    int progressed = 0;
-    for (int i = 0; i < b->n; i++) {
-      struct hetccl_xfer *x = &b->x[i];
-      if (x->done) continue;
-      HETCCL_CHECK(hetccl_link_test(x->link, x->req, &x->done));
-      if (x->done) {
-        left--;
-        progressed = 1;
-      }
-    }
-    if (progressed) {
-      hetccl_backoff_reset(&bo);
-      deadline = hetccl_deadline_ms(timeout_ms);
-    } else if (left > 0) {
-      if (hetccl_expired(deadline)) {
-        rc = hetccl_error(hetcclTimeout, "%s: %d link transfers made no progress for %lld ms", what, left,
-                          (long long)timeout_ms);
-        goto fail;
-      }
-      hetccl_backoff_pause(&bo);
-    }
-  }
-fail:
+static void batch_stalled(void *arg, struct hetccl_link_stall *s) {
+  struct batch_wait *w = arg;
+  hetccl_link_stall_of(w->b->x, w->b->n, s);
+}
+
+hetcclResult_t hetccl_xfer_wait(struct hetccl_xfer_batch *b, int64_t timeout_ms, const uint64_t *pieces,
+                                const char *what) {
+  static const struct hetccl_link_wait_ops ops = {.pass = batch_pass, .stalled = batch_stalled};
+  struct batch_wait w = {.b = b, .pieces = pieces, .pieces_seen = pieces ? *pieces : 0};
+  struct hetccl_link_driver d;
+  hetccl_link_driver_init(&d, timeout_ms, "%s", what);
+  hetcclResult_t rc = hetccl_link_drive(&d, &ops, &w);
   b->n = 0;
   return rc;
 }

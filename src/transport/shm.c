@@ -12,6 +12,7 @@
 
 #include "transport/opq.h"
 #include "transport/shm_seg.h"
+#include "transport/shm_window.h"
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -264,7 +265,22 @@ static hetcclResult_t shm_peer_state(hetccl_link *link) {
   return hetcclSuccess;
 }
 
-static void shm_teardown(hetccl_net_ctx *ctx) { ctx->state[HETCCL_TRANSPORT_SHM] = NULL; }
+static const struct hetccl_shm_window_ops shm_window_ops = {
+    .window = shm_window,
+    .check_peer = shm_peer_state,
+    .lane_open = shm_lane_open,
+    .lane_close = hetccl_shm_lane_close,
+};
+
+static const void *shm_extension(hetccl_link *link, const char *name) {
+  (void)link; /* every shm link answers; window() says whether it has one */
+  return strcmp(name, HETCCL_SHM_WINDOW_EXTENSION) == 0 ? &shm_window_ops : NULL;
+}
+
+static void shm_teardown(hetccl_net_ctx *ctx) {
+  hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_SHM);
+  ctx->state[HETCCL_TRANSPORT_SHM] = NULL;
+}
 
 const struct hetccl_transport_ops hetccl_transport_shm = {
     .version = HETCCL_TRANSPORT_OPS_VERSION,
@@ -276,8 +292,5 @@ const struct hetccl_transport_ops hetccl_transport_shm = {
     .test = shm_test,
     .close = shm_close,
     .teardown = shm_teardown,
-    .window = shm_window,
-    .check_peer = shm_peer_state,
-    .lane_open = shm_lane_open,
-    .lane_close = hetccl_shm_lane_close,
+    .extension = shm_extension,
 };

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transport/shm_window.h"
 #include "transport/transport.h"
 
 #define HETCCL_SHM_MAGIC 0x68657463636c736dull /* "hetcclsm" */

@@ -295,6 +295,11 @@ static hetcclResult_t socket_test(hetccl_link *link, uint64_t req, int *done) {
   return hetcclSuccess;
 }
 
+static void socket_teardown(hetccl_net_ctx *ctx) {
+  hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_SOCKET);
+  hetccl_socket_teardown(ctx);
+}
+
 const struct hetccl_transport_ops hetccl_transport_socket = {
     .version = HETCCL_TRANSPORT_OPS_VERSION,
     .name = "socket",
@@ -304,5 +309,5 @@ const struct hetccl_transport_ops hetccl_transport_socket = {
     .irecv = socket_irecv,
     .test = socket_test,
     .close = socket_close,
-    .teardown = hetccl_socket_teardown,
+    .teardown = socket_teardown,
 };

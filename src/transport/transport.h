@@ -14,11 +14,15 @@
  * requires the other to be inside connect() at the same moment (the lower rank
  * initiates, the higher accepts; shm: the lower rank creates the segment),
  * and every wait is bounded by the context's timeout.
+ *
+ * What only some transports offer (shm's device windows) is not in the ops
+ * table: a link hands it out by name (hetccl_link_extension). Memory that
+ * peers will reach directly is registered through the context
+ * (hetccl_mem_register). Waiting for requests is link_driver.h's.
  */
 #ifndef HETCCL_TRANSPORT_H
 #define HETCCL_TRANSPORT_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,51 +52,34 @@ typedef struct hetccl_net_ctx {
   int socket_nstreams;
   size_t shm_slot_bytes;
   int shm_nslots;
-  /* Device windows (struct hetccl_link_window): bytes per direction, and for
+  /* Device windows (transport/shm_window.h): bytes per direction, and for
    * each peer whether its shm link carries one (both ends must agree; NULL:
    * no link does). */
   size_t shm_window_bytes;
   size_t shm_window_max;                   /* largest lane a window may grow by (>= shm_window_bytes) */
   const unsigned char *shm_window_peers;   /* [nranks] */
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
+  struct hetccl_mem_handle *mem_regs;       /* live registrations (hetccl_mem_register), any transport */
 } hetccl_net_ctx;
 
 typedef struct hetccl_link hetccl_link;
 
 /*
- * A device window: shared memory beside a same-host link that both ends map
- * for their GPUs, so a sender's device-to-host copy lands where the
- * receiver's kernel reads it, with no CPU copy and no message on the link.
- * Each direction has `data_bytes` of data and two 32-bit counters, written
- * from device streams (or the host) and waited on by the other side's
- * streams: `produced` by the sender, `consumed` by the receiver. What the
- * counters count is the user's business (exec/window.h); both start at 0.
- * Everything lies inside [base, base + bytes), page-aligned, for one
- * registration with the device.
+ * A registered memory range (hetccl_mem_register): host or device memory,
+ * optionally given as a dma-buf file descriptor, made known to a transport
+ * so that a peer can reach it. `key` is what the peer needs (RDMA: the
+ * remote key); it is opaque to everyone but the transport, and 0 for
+ * transports that need nothing registered (shm, socket).
  */
-struct hetccl_link_window {
+struct hetccl_mem_handle {
   void *base;
   size_t bytes;
-  size_t data_bytes;              /* per direction */
-  size_t grow_max;                /* largest lane (lane_open) the window may grow by; both ends see the same */
-  uint8_t *tx_data, *rx_data;     /* this side sends through tx, receives through rx */
-  _Atomic uint32_t *tx_produced, *tx_consumed;
-  _Atomic uint32_t *rx_produced, *rx_consumed;
-};
-
-/*
- * A lane: a further window in one direction of a link that has one (both
- * ends open it, in either order, with the same arguments and map the same
- * memory): one page holding the two counters (both start at 0), then
- * `data_bytes` of data; everything in [base, base + bytes), page-aligned.
- */
-struct hetccl_link_lane {
-  void *base;
-  size_t bytes;
-  uint8_t *data;
-  size_t data_bytes;
-  _Atomic uint32_t *produced, *consumed;
-  char name[64];
+  int device;                       /* 1: device memory */
+  int dmabuf_fd;                    /* -1: none */
+  int transport;                    /* enum hetccl_transport_id of the transport that holds it */
+  uint64_t key;                     /* for the peer */
+  void *priv;                       /* the transport's own */
+  struct hetccl_mem_handle *next;   /* the context's live registrations */
 };
 
 struct hetccl_transport_ops {
@@ -109,20 +96,19 @@ struct hetccl_transport_ops {
   hetcclResult_t (*test)(hetccl_link *link, uint64_t req, int *done);
   void (*close)(hetccl_link *link);
   void (*teardown)(hetccl_net_ctx *ctx);
-  /* Optional: fills *w and returns 1 when the link carries a device window. */
-  int (*window)(hetccl_link *link, struct hetccl_link_window *w);
-  /* Optional: hetcclRemoteError when the peer has closed or broken the link
-   * or its process is gone, without driving the link (for a thread that
-   * watches windows, which carry no link messages). */
-  hetcclResult_t (*check_peer)(hetccl_link *link);
-  /* Optional, with window: opens lane `gen` of the direction this side
-   * sends in (tx = 1) or receives in (tx = 0), of data_bytes (a whole number
-   * of pages, at most the window's grow_max). Never waits for the peer.
-   * lane_close unmaps it. */
-  hetcclResult_t (*lane_open)(hetccl_link *link, int tx, unsigned gen, size_t data_bytes, struct hetccl_link_lane *lane);
-  void (*lane_close)(struct hetccl_link_lane *lane);
+  /* Optional: a transport's own features beyond this contract, by name
+   * ("shm.window": transport/shm_window.h), for links that have them; NULL
+   * when the link has none of that name. The table returned lives as long
+   * as the link. */
+  const void *(*extension)(hetccl_link *link, const char *name);
+  /* Optional: makes h's range (filled by hetccl_mem_register) reachable
+   * by peers and sets h->key; mem_deregister undoes it. NULL: the transport
+   * needs nothing registered (shm and socket copy through their own
+   * buffers), and the handle only records the range. */
+  hetcclResult_t (*mem_register)(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
+  void (*mem_deregister)(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
 };
-#define HETCCL_TRANSPORT_OPS_VERSION 1
+#define HETCCL_TRANSPORT_OPS_VERSION 2
 
 /* Every link starts with this header; the transport's own state follows. */
 struct hetccl_link {
@@ -138,6 +124,21 @@ const struct hetccl_transport_ops *hetccl_transport_get(int id);
 /* Parses "shm"/"socket"; -1 when unknown or empty. */
 int hetccl_transport_parse(const char *name);
 
+/*
+ * Registers [base, base + bytes) of host memory (device = 0) or device
+ * memory (device = 1; dmabuf_fd >= 0: the range is that dma-buf's, which
+ * the caller keeps open until deregistered; -1: none) with transport
+ * `transport` of ctx (memreg.c). *out is the handle, its key for the peer.
+ * hetccl_mem_deregister refuses (hetcclInvalidArgument) a handle that this
+ * context does not hold (never registered, or deregistered already).
+ * Leftovers are released by the transport's teardown.
+ */
+hetcclResult_t hetccl_mem_register(hetccl_net_ctx *ctx, int transport, void *base, size_t bytes, int device,
+                                   int dmabuf_fd, struct hetccl_mem_handle **out);
+hetcclResult_t hetccl_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
+/* Every registration of `transport` in ctx (teardown). */
+void hetccl_mem_deregister_all(hetccl_net_ctx *ctx, int transport);
+
 static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, size_t n, uint64_t *req) {
   return l->ops->isend(l, buf, n, req);
 }
@@ -145,11 +146,8 @@ static inline hetcclResult_t hetccl_link_irecv(hetccl_link *l, void *buf, size_t
                                                void *arg, uint64_t *req) {
   return l->ops->irecv(l, buf, n, fn, arg, req);
 }
-static inline int hetccl_link_window(hetccl_link *l, struct hetccl_link_window *w) {
-  return l->ops->window ? l->ops->window(l, w) : 0;
-}
-static inline hetcclResult_t hetccl_link_check_peer(hetccl_link *l) {
-  return l->ops->check_peer ? l->ops->check_peer(l) : hetcclSuccess;
+static inline const void *hetccl_link_extension(hetccl_link *l, const char *name) {
+  return l && l->ops->extension ? l->ops->extension(l, name) : NULL;
 }
 static inline hetcclResult_t hetccl_link_test(hetccl_link *l, uint64_t req, int *done) {
   return l->ops->test(l, req, done);

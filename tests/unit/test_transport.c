@@ -2,7 +2,9 @@
  * Transport links between forked processes: every size class in both
  * directions with many operations outstanding, consume callbacks, groups of
  * 3-4 ranks connecting to all peers eagerly in rank order, and a bandwidth
- * printout (shm vs memcpy, socket on loopback). Addresses are exchanged
+ * printout (shm vs memcpy, socket on loopback); the contract's extension
+ * op, the link driver's timeout message, and memory registration as the
+ * trivial transports keep it. Addresses are exchanged
  * through a MAP_SHARED region made before fork; every wait is bounded.
  * Fault cases live in test_transport_faults.c.
  */
@@ -18,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/link_driver.h"
+#include "transport/shm_window.h"
 #include "transport/transport.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -380,6 +384,41 @@ static void case_bandwidth(struct env *e) {
   free(dst);
 }
 
+/* The link driver over one request (hetccl_link_drive's pass and stall). */
+static hetcclResult_t one_pass(void *arg, struct hetccl_link_driver *d, int *pending) {
+  return hetccl_link_poll_all(d, arg, 1, pending);
+}
+static void one_stalled(void *arg, struct hetccl_link_stall *s) { hetccl_link_stall_of(arg, 1, s); }
+
+/* shm links hand out "shm.window", socket links nothing, no link an unknown
+ * name; a receive the peer never sends times out in the link driver with a
+ * message naming the wait, the peer and link, the bytes and the setting. */
+static void case_contract(struct env *e) {
+  int me = e->ctx.rank;
+  hetccl_link *l = e->links[1 - me];
+  int shm = e->ops == &hetccl_transport_shm;
+  const void *ext = hetccl_link_extension(l, HETCCL_SHM_WINDOW_EXTENSION);
+  CHECK(e, shm ? ext != NULL : ext == NULL, "%s link: extension %s is %p", e->ops->name, HETCCL_SHM_WINDOW_EXTENSION,
+        ext);
+  CHECK(e, hetccl_link_extension(l, "no.such") == NULL, "an unknown extension was handed out");
+  if (me == 0) {
+    char buf[100], want[64];
+    static const struct hetccl_link_wait_ops ops = {.pass = one_pass, .stalled = one_stalled};
+    struct hetccl_link_xfer x = {.link = l, .buf = buf, .bytes = sizeof buf};
+    struct hetccl_link_driver d;
+    hetccl_link_driver_init(&d, 200, "contract %s", "test");
+    uint64_t t0 = hetccl_now_ns();
+    hetcclResult_t rc = hetccl_link_post(&d, &x);
+    if (rc == hetcclSuccess) rc = hetccl_link_drive(&d, &ops, &x);
+    double ms = (double)(hetccl_now_ns() - t0) / 1e6;
+    const char *msg = hetccl_last_error();
+    snprintf(want, sizeof want, "receive from rank 1 over %s, 0 of 100 bytes done", e->ops->name);
+    CHECK(e, rc == hetcclTimeout && ms >= 200, "rc %d after %.0f ms, want a timeout after 200 ms", rc, ms);
+    CHECK(e, strstr(msg, "contract test: no progress for 200 ms (HETCCL_TIMEOUT_MS)") && strstr(msg, want),
+          "timeout message \"%s\" lacks \"%s\"", msg, want);
+  }
+}
+
 static int g_passed, g_failed;
 
 static void run_case(const struct group_cfg *g, struct shared *sh) {
@@ -408,12 +447,49 @@ static void test_registry(void) {
     g_failed++;
 }
 
+/* One transport's registrations in a context of its own: kept, refused, released. */
+static int mem_registration(int t) {
+  hetccl_net_ctx ctx = {0}, other = {0};
+  const struct hetccl_transport_ops *ops = hetccl_transport_get(t);
+  int s = t == HETCCL_TRANSPORT_SHM ? HETCCL_TRANSPORT_SOCKET : HETCCL_TRANSPORT_SHM;
+  static char host[4096];
+  struct hetccl_mem_handle *a = NULL, *b = NULL, *c = NULL, *o = NULL, never = {0};
+  int ok = hetccl_mem_register(&ctx, t, host, sizeof host, 0, -1, &a) == hetcclSuccess && a->base == host &&
+           a->bytes == sizeof host && !a->device && a->dmabuf_fd == -1 && a->transport == t && a->key == 0;
+  ok &= hetccl_mem_register(&ctx, t, host + 64, 64, 1, 7, &b) == hetcclSuccess && b->device && b->dmabuf_fd == 7;
+  ok &= hetccl_mem_register(&ctx, t, NULL, 8, 0, -1, &c) == hetcclInvalidArgument && !c;
+  ok &= hetccl_mem_register(&ctx, t, host, 0, 0, -1, &c) == hetcclInvalidArgument && !c;
+  ok &= hetccl_mem_register(&ctx, t, host, 8, 0, 5, &c) == hetcclInvalidArgument && !c; /* dma-buf of host memory */
+  ok &= hetccl_mem_register(&ctx, HETCCL_TRANSPORT_COUNT, host, 8, 0, -1, &c) == hetcclInvalidArgument && !c;
+  ok &= hetccl_mem_register(&other, t, host, 8, 0, -1, &o) == hetcclSuccess;
+  ok &= hetccl_mem_deregister(&ctx, &never) == hetcclInvalidArgument;
+  ok &= hetccl_mem_deregister(&ctx, o) == hetcclInvalidArgument; /* another context's */
+  ok &= hetccl_mem_deregister(&ctx, a) == hetcclSuccess && ctx.mem_regs == b && !b->next;
+  /* The transport's teardown releases its own leftovers, not another's. */
+  ok &= hetccl_mem_register(&ctx, s, host, 8, 0, -1, &c) == hetcclSuccess;
+  ops->teardown(&ctx);
+  ok &= ctx.mem_regs == c && !c->next;
+  hetccl_transport_get(s)->teardown(&ctx);
+  ok &= ctx.mem_regs == NULL && hetccl_mem_deregister(&other, o) == hetcclSuccess && !other.mem_regs;
+  return ok;
+}
+
+static void test_mem_registration(void) {
+  int ok = mem_registration(HETCCL_TRANSPORT_SHM) && mem_registration(HETCCL_TRANSPORT_SOCKET);
+  printf("%-52s %s\n", "memory registration (shm, socket)", ok ? "ok" : "FAIL");
+  if (ok)
+    g_passed++;
+  else
+    g_failed++;
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   setenv("HETCCL_DEBUG", "NONE", 0); /* expected failures would log warnings; HETCCL_DEBUG=WARN shows them */
   struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return 1;
   test_registry();
+  test_mem_registration();
   const int S = HETCCL_TRANSPORT_SHM, T = HETCCL_TRANSPORT_SOCKET;
   const struct group_cfg cases[] = {
       {"shm: sizes, both directions (256 KiB x 8)", S, 2, 1, 8, 256u << 10, case_sizes},
@@ -430,6 +506,8 @@ int main(void) {
       {"socket: 300 outstanding each way, twice", T, 2, 2, 8, 0, case_many_outstanding},
       {"socket: 3 ranks, eager all-pairs", T, 3, 2, 8, 0, case_all_pairs},
       {"socket: 4 ranks, eager all-pairs (4 streams)", T, 4, 4, 8, 0, case_all_pairs},
+      {"shm: extensions, link driver timeout", S, 2, 1, 4, 4096, case_contract},
+      {"socket: extensions, link driver timeout", T, 2, 1, 8, 0, case_contract},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) run_case(&cases[i], sh);
 

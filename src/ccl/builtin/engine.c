@@ -38,8 +38,7 @@ static void builtin_destroy(hetccl_vcomm *vc) {
   free(vc->scratch);
   free(vc->p2p_order);
   free(vc->p2p_start);
-  free(vc->p2p_req);
-  free(vc->p2p_local);
+  free(vc->p2p_x);
   free(vc);
 }
 

@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 #include "ccl/ccl.h"
+#include "device/reduce_consume.h"
+#include "transport/link_driver.h"
 
 /* Items in flight per channel: deep enough to keep a link busy while the
  * previous chunk is reduced, small enough to bound the work a ring keeps open. */
@@ -44,14 +46,6 @@ struct eng_item {
   uint64_t dep_done;
 };
 
-/* What a reducing receive's consume callback needs; one per window slot. */
-struct eng_rslot {
-  struct eng_flow *flow;
-  char *dst;
-  const char *local;
-  int scale;
-  int finish;
-};
 
 struct eng_chan {
   hetccl_link *link;
@@ -61,14 +55,13 @@ struct eng_chan {
   uint64_t nitems, posted, done;
   struct eng_item next;    /* described but waiting on its dependency */
   int have_next;
-  /* Posted items, indexed by item % window: the inline rings below, or for
-   * grouped send/recv (all posted at once) arrays of one entry per item. */
+  /* Posted items, indexed by item % window: the inline ring below, or for
+   * grouped send/recv (all posted at once) an array of one entry per item.
+   * An empty item completes locally: DONE without a request. */
   uint64_t window;
-  uint64_t *req;
-  unsigned char *local;    /* slot completed locally (empty item), no request */
-  uint64_t req_ring[ENG_WINDOW];
-  unsigned char local_ring[ENG_WINDOW];
-  struct eng_rslot rslot[ENG_WINDOW]; /* reducing receives: windowed channels only */
+  struct hetccl_link_xfer *x;
+  struct hetccl_link_xfer x_ring[ENG_WINDOW];
+  struct hetccl_reduce_consumer rslot[ENG_WINDOW]; /* reducing receives: windowed channels only */
 };
 
 typedef void (*eng_describe_fn)(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it);
@@ -107,8 +100,7 @@ struct hetccl_vcomm {
   int *p2p_order;          /* grouped send/recv: op indices sorted by (peer, direction) */
   int p2p_cap;
   int *p2p_start;          /* [2 * nranks + 1]: where each (peer, direction) starts in p2p_order */
-  uint64_t *p2p_req;       /* [p2p_cap]: requests of the batch's send/recv, in p2p_order */
-  unsigned char *p2p_local;
+  struct hetccl_link_xfer *p2p_x; /* [p2p_cap]: the batch's send/recv, in p2p_order */
   struct eng_sr_ctx p2p_ctx;
   struct eng_flow p2p_flow;  /* the batch's send/recv (vc->bg while collectives run) */
 };
@@ -118,8 +110,8 @@ void eng_flow_init(struct eng_flow *f, struct hetccl_vcomm *vc, const char *what
                    eng_describe_fn describe, void *ctx);
 /* Adds a channel (at most ENG_WINDOW items in flight) and returns its index in the flow. */
 int eng_chan_add(struct eng_flow *f, int peer, int send, uint64_t nitems, int tag);
-/* Lets a channel post all its items at once, keeping requests in req/local[nitems]. */
-void eng_chan_unbounded(struct eng_chan *ch, uint64_t *req, unsigned char *local);
+/* Lets a channel post all its items at once, keeping them in x[nitems]. */
+void eng_chan_unbounded(struct eng_chan *ch, struct hetccl_link_xfer *x);
 /* Posts what can be posted and tests what was posted, once, without waiting. */
 hetcclResult_t eng_flow_start(struct eng_flow *f);
 /* Drives every channel (and the vcomm's background send/recv) until all of

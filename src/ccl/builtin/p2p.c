@@ -2,17 +2,15 @@
  * The request-progress machinery of the built-in engine: post every channel's
  * items as their dependencies and windows allow, test the oldest posted item
  * of each channel, repeat until all completed. Every channel of a flow is
- * driven in the same loop, so a rank never blocks on one peer while another
- * peer waits for it (the property grouped send/recv and rings rely on).
+ * driven in the same pass, so a rank never blocks on one peer while another
+ * peer waits for it (the property grouped send/recv and rings rely on). The
+ * waiting itself (backoff, timeout) is the link driver's
+ * (transport/link_driver.h).
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "device/reduce.h"
 #include "util/error.h"
-#include "util/log.h"
-#include "util/time.h"
-#include "util/wait.h"
 #include "ccl/builtin/engine.h"
 
 void eng_flow_init(struct eng_flow *f, struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
@@ -43,35 +41,21 @@ int eng_chan_add(struct eng_flow *f, int peer, int send, uint64_t nitems, int ta
   ch->posted = ch->done = 0;
   ch->have_next = 0;
   ch->window = ENG_WINDOW;
-  ch->req = ch->req_ring;
-  ch->local = ch->local_ring;
+  ch->x = ch->x_ring;
   return idx;
 }
 
-void eng_chan_unbounded(struct eng_chan *ch, uint64_t *req, unsigned char *local) {
+void eng_chan_unbounded(struct eng_chan *ch, struct hetccl_link_xfer *x) {
   ch->window = ch->nitems ? ch->nitems : 1;
-  ch->req = req;
-  ch->local = local;
+  ch->x = x;
 }
 
-/* Reduces one arriving piece straight from the link into its destination. */
-static void consume_reduce(void *arg, size_t offset, const void *src, size_t bytes) {
-  struct eng_rslot *s = arg;
-  struct eng_flow *f = s->flow;
-  size_t n = bytes / f->ts;
-  hetccl_host_reduce(s->dst + offset, s->local + offset, s->scale, src, n, f->dt, f->op);
-  if (s->finish) hetccl_host_finish(s->dst + offset, n, f->dt, f->op);
-  f->pieces++;
+/* The driver of one of a flow's passes: its name in messages. */
+static void flow_driver(const struct eng_flow *f, struct hetccl_link_driver *d) {
+  hetccl_link_driver_init(d, f->vc->timeout_ms, "builtin %s at rank %d of %d", f->what, f->vc->rank, f->vc->nranks);
 }
 
-static hetcclResult_t link_failed(struct eng_flow *f, const struct eng_chan *ch, hetcclResult_t rc) {
-  char why[256];
-  snprintf(why, sizeof why, "%s", hetccl_last_error());
-  return hetccl_error(rc, "builtin %s: %s rank %d failed (rank %d of %d): %s", f->what,
-                      ch->send ? "send to" : "receive from", ch->peer, f->vc->rank, f->vc->nranks, why);
-}
-
-static hetcclResult_t chan_post(struct eng_flow *f, struct eng_chan *ch, int *progressed) {
+static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct eng_flow *f, struct eng_chan *ch) {
   while (ch->posted < ch->nitems && ch->posted - ch->done < ch->window) {
     struct eng_item *it = &ch->next;
     if (!ch->have_next) {
@@ -82,102 +66,116 @@ static hetcclResult_t chan_post(struct eng_flow *f, struct eng_chan *ch, int *pr
     }
     if (it->dep_chan >= 0 && f->chans[it->dep_chan].done < it->dep_done) break;
     uint64_t slot = ch->posted % ch->window;
-    hetcclResult_t rc = hetcclSuccess;
-    ch->local[slot] = 0;
+    struct hetccl_link_xfer *x = &ch->x[slot];
+    *x = (struct hetccl_link_xfer){.link = ch->link, .buf = it->buf, .bytes = it->bytes, .send = ch->send};
     if (it->bytes == 0 && f->skip_empty) {
-      ch->local[slot] = 1;
-    } else if (ch->send) {
-      if (it->prep_src) hetccl_host_prepare(it->buf, it->prep_src, it->prep_count, f->dt, f->op);
-      rc = hetccl_link_isend(ch->link, it->buf, it->bytes, &ch->req[slot]);
-    } else if (it->red_dst) {
-      /* Reducing receives come from algorithms, whose channels are windowed: slot < ENG_WINDOW. */
-      struct eng_rslot *s = &ch->rslot[slot % ENG_WINDOW];
-      s->flow = f;
-      s->dst = it->red_dst;
-      s->local = it->red_local;
-      s->scale = it->red_scale;
-      s->finish = it->red_finish;
-      rc = hetccl_link_irecv(ch->link, it->red_dst, it->bytes, consume_reduce, s, &ch->req[slot]);
+      x->state = HETCCL_XFER_DONE;
+      d->moved = 1;
     } else {
-      rc = hetccl_link_irecv(ch->link, it->buf, it->bytes, NULL, NULL, &ch->req[slot]);
+      if (ch->send && it->prep_src) hetccl_host_prepare(it->buf, it->prep_src, it->prep_count, f->dt, f->op);
+      if (!ch->send && it->red_dst) {
+        /* Reducing receives come from algorithms, whose channels are windowed: slot < ENG_WINDOW. */
+        struct hetccl_reduce_consumer *c = &ch->rslot[slot % ENG_WINDOW];
+        *c = (struct hetccl_reduce_consumer){.dst = it->red_dst, .local = it->red_local, .scale = it->red_scale,
+                                             .finish = it->red_finish, .dt = f->dt, .op = f->op, .pieces = &f->pieces};
+        x->buf = it->red_dst;
+        x->fn = hetccl_reduce_consume;
+        x->arg = c;
+      }
+      HETCCL_TRY(hetccl_link_post(d, x));
     }
-    if (rc != hetcclSuccess) return link_failed(f, ch, rc);
     ch->posted++;
     ch->have_next = 0;
-    *progressed = 1;
   }
   return hetcclSuccess;
 }
 
 /* Requests of one direction complete in posting order: test from the oldest. */
-static hetcclResult_t chan_test(struct eng_flow *f, struct eng_chan *ch, int *progressed) {
+static hetcclResult_t chan_test(struct hetccl_link_driver *d, struct eng_chan *ch) {
   while (ch->done < ch->posted) {
-    uint64_t slot = ch->done % ch->window;
-    if (!ch->local[slot]) {
-      int done = 0;
-      hetcclResult_t rc = hetccl_link_test(ch->link, ch->req[slot], &done);
-      if (rc != hetcclSuccess) return link_failed(f, ch, rc);
-      if (!done) break;
-    }
+    struct hetccl_link_xfer *x = &ch->x[ch->done % ch->window];
+    HETCCL_TRY(hetccl_link_poll(d, x));
+    if (x->state != HETCCL_XFER_DONE) break;
     ch->done++;
-    *progressed = 1;
+    d->moved = 1;
   }
   return hetcclSuccess;
 }
 
-static hetcclResult_t flow_timeout(struct eng_flow *f) {
-  for (int c = 0; c < f->nchans; c++) {
-    const struct eng_chan *ch = &f->chans[c];
-    if (ch->done == ch->nitems) continue;
-    return hetccl_error(hetcclTimeout,
-                        "builtin %s: no progress for %lld ms at rank %d of %d, waiting to %s rank %d "
-                        "(item %llu of %llu)",
-                        f->what, (long long)f->vc->timeout_ms, f->vc->rank, f->vc->nranks,
-                        ch->send ? "send to" : "receive from", ch->peer, (unsigned long long)ch->done + 1,
-                        (unsigned long long)ch->nitems);
-  }
-  return hetccl_error(hetcclTimeout, "builtin %s: no progress for %lld ms", f->what, (long long)f->vc->timeout_ms);
-}
-
 /* One pass over the flow's channels: post, test, post what completions freed. */
-static hetcclResult_t flow_step(struct eng_flow *f, int *progressed, int *pending) {
+static hetcclResult_t flow_step(struct hetccl_link_driver *d, struct eng_flow *f, int *pending) {
   *pending = 0;
   for (int c = 0; c < f->nchans; c++) {
     struct eng_chan *ch = &f->chans[c];
     if (ch->done == ch->nitems) continue;
-    HETCCL_TRY(chan_post(f, ch, progressed));
-    HETCCL_TRY(chan_test(f, ch, progressed));
-    HETCCL_TRY(chan_post(f, ch, progressed));
+    HETCCL_TRY(chan_post(d, f, ch));
+    HETCCL_TRY(chan_test(d, ch));
+    HETCCL_TRY(chan_post(d, f, ch));
     if (ch->done < ch->nitems) *pending = 1;
   }
   return hetcclSuccess;
 }
 
 hetcclResult_t eng_flow_start(struct eng_flow *f) {
-  int progressed = 0, pending = 0;
-  return flow_step(f, &progressed, &pending);
+  struct hetccl_link_driver d;
+  int pending = 0;
+  flow_driver(f, &d);
+  return flow_step(&d, f, &pending);
+}
+
+/* eng_flow_run's wait: the flow, and the batch's send/recv beside it. */
+struct flow_wait {
+  struct eng_flow *f, *bg;
+  struct hetccl_link_driver bg_driver; /* names the batch's send/recv in their errors */
+};
+
+static hetcclResult_t flow_pass(void *arg, struct hetccl_link_driver *d, int *pending) {
+  struct flow_wait *w = arg;
+  uint64_t pieces = w->f->pieces;
+  HETCCL_TRY(flow_step(d, w->f, pending));
+  /* The batch's send/recv move on too: a peer may need them before it
+   * can take part in this collective. */
+  if (w->bg) {
+    int bg_pending = 0;
+    w->bg_driver.moved = 0;
+    HETCCL_TRY(flow_step(&w->bg_driver, w->bg, &bg_pending));
+    d->moved |= w->bg_driver.moved;
+  }
+  d->moved |= pieces != w->f->pieces; /* a long receive is progressing */
+  return hetcclSuccess;
+}
+
+/* The bytes of a channel's items [0, n), described again (describe() is pure). */
+static uint64_t chan_bytes(struct eng_flow *f, const struct eng_chan *ch, uint64_t n) {
+  uint64_t bytes = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    struct eng_item it;
+    memset(&it, 0, sizeof it);
+    it.dep_chan = -1;
+    f->describe(f, ch, i, &it);
+    bytes += it.bytes;
+  }
+  return bytes;
+}
+
+static void flow_stalled(void *arg, struct hetccl_link_stall *s) {
+  struct flow_wait *w = arg;
+  struct eng_flow *f = w->f;
+  *s = (struct hetccl_link_stall){0};
+  for (int c = 0; c < f->nchans; c++) {
+    const struct eng_chan *ch = &f->chans[c];
+    if (ch->done == ch->nitems) continue;
+    *s = (struct hetccl_link_stall){.link = ch->link, .send = ch->send, .bytes_done = chan_bytes(f, ch, ch->done),
+                                    .bytes_total = chan_bytes(f, ch, ch->nitems)};
+    return;
+  }
 }
 
 hetcclResult_t eng_flow_run(struct eng_flow *f) {
-  struct eng_flow *bg = f->vc->bg != f ? f->vc->bg : NULL;
-  struct hetccl_backoff bo;
-  hetccl_backoff_reset(&bo);
-  uint64_t timeout_ns = f->vc->timeout_ms > 0 ? (uint64_t)f->vc->timeout_ms * 1000000ull : 0;
-  uint64_t last = hetccl_now_ns();
-  for (;;) {
-    int progressed = 0, pending = 0, bg_pending = 0;
-    uint64_t pieces = f->pieces;
-    HETCCL_TRY(flow_step(f, &progressed, &pending));
-    /* The batch's send/recv move on too: a peer may need them before it
-     * can take part in this collective. */
-    if (bg) HETCCL_TRY(flow_step(bg, &progressed, &bg_pending));
-    if (!pending) return hetcclSuccess;
-    if (progressed || pieces != f->pieces) {
-      hetccl_backoff_reset(&bo);
-      last = hetccl_now_ns();
-      continue;
-    }
-    if (timeout_ns && hetccl_now_ns() - last > timeout_ns) return flow_timeout(f);
-    hetccl_backoff_pause(&bo);
-  }
+  static const struct hetccl_link_wait_ops ops = {.pass = flow_pass, .stalled = flow_stalled};
+  struct flow_wait w = {.f = f, .bg = f->vc->bg != f ? f->vc->bg : NULL};
+  struct hetccl_link_driver d;
+  flow_driver(f, &d);
+  if (w.bg) flow_driver(w.bg, &w.bg_driver);
+  return hetccl_link_drive(&d, &ops, &w);
 }

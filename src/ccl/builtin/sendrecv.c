@@ -31,20 +31,16 @@ static hetcclResult_t sort_ops(struct hetccl_vcomm *vc, const struct hetccl_op *
   int *start = vc->p2p_start;
   if (nops > vc->p2p_cap) {
     int *o = malloc((size_t)nops * sizeof *o);
-    uint64_t *req = malloc((size_t)nops * sizeof *req);
-    unsigned char *local = malloc((size_t)nops);
-    if (!o || !req || !local) {
+    struct hetccl_link_xfer *x = malloc((size_t)nops * sizeof *x);
+    if (!o || !x) {
       free(o);
-      free(req);
-      free(local);
+      free(x);
       return hetccl_error(hetcclSystemError, "builtin engine: out of memory for %d grouped operations", nops);
     }
     free(vc->p2p_order);
-    free(vc->p2p_req);
-    free(vc->p2p_local);
+    free(vc->p2p_x);
     vc->p2p_order = o;
-    vc->p2p_req = req;
-    vc->p2p_local = local;
+    vc->p2p_x = x;
     vc->p2p_cap = nops;
   }
   memset(start, 0, (size_t)(nkeys + 1) * sizeof *start);
@@ -106,7 +102,7 @@ hetcclResult_t eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_o
       int first = vc->p2p_start[k], cnt = vc->p2p_start[k + 1] - first;
       if (!cnt) continue;
       int c = eng_chan_add(f, j, send, (uint64_t)cnt, k);
-      eng_chan_unbounded(&f->chans[c], vc->p2p_req + first, vc->p2p_local + first);
+      eng_chan_unbounded(&f->chans[c], vc->p2p_x + first);
     }
   }
   return eng_flow_start(f);
