@@ -10,7 +10,6 @@
 #include "util/log.h"
 
 #define KIB ((int64_t)1 << 10)
-#define MIB ((int64_t)1 << 20)
 #define GIB ((int64_t)1 << 30)
 
 #define AT(member) HETCCL_SETTING_AT(struct hetccl_params, member)

@@ -244,6 +244,37 @@ static void case_debug_warns_once(void) {
         "HETCCL_DEBUG=verbose: not named exactly once: '%s'", out);
 }
 
+/* A misspelt HETCCL_* name is named once; a component's setting (shm's,
+ * reached only through the transport registry) is not. */
+static void case_unknown_names(void) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    CHECK(0, "pipe failed");
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    setenv("HETCCL_SHM_NSLOTS", "4", 1);
+    setenv("HETCCL_SHM_NSLOT", "4", 1);
+    _exit(hetccl_settings_check() == hetcclSuccess && hetccl_settings_check() == hetcclSuccess ? 0 : 3);
+  }
+  close(fds[1]);
+  char out[4096] = "";
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof out - 1 && (n = read(fds[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)n;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const char *first = strstr(out, "HETCCL_SHM_NSLOT is not a HetCCL setting");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "settings check failed with HETCCL_SHM_NSLOTS=4");
+  CHECK(first && !strstr(first + 1, "HETCCL_SHM_NSLOT is not"), "misspelt name not named exactly once: '%s'", out);
+  CHECK(!strstr(out, "HETCCL_SHM_NSLOTS is not"), "a component's setting was called unknown: '%s'", out);
+}
+
 int main(void) {
   struct {
     const char *name;
@@ -252,6 +283,7 @@ int main(void) {
                 * process's parsed settings (the parser below logs, which reads HETCCL_DEBUG). */
                {"bad HETCCL_DEBUG warns once", case_debug_warns_once},
                {"library checks", case_library_checks},
+               {"unknown names", case_unknown_names},
                {"table parser", case_table_parser},
                {"library defaults", case_library_defaults},
                {"agreed blocks", case_agreed_blocks}};
