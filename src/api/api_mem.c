@@ -13,7 +13,6 @@
 #include "core/comm.h"
 #include "device/device.h"
 #include "util/error.h"
-#include "util/params.h"
 
 struct registration {
   struct registration *next;
@@ -75,36 +74,24 @@ HETCCL_API hetcclResult_t hetcclCommDeregister(const hetcclComm_t comm, void *ha
 }
 
 /* The device kind communicators of this process get (as at init):
- * HETCCL_DEVICE, else cuda where a CUDA device is usable, else host. */
-static hetcclResult_t alloc_kind(const struct hetccl_device_ops **out) {
+ * HETCCL_DEVICE's, else auto choice (device/registry.c). */
+static hetcclResult_t alloc_kind(int *kind) {
   HETCCL_TRY(hetccl_settings_check());
-  const char *want = hetccl_params()->device_kind;
-  int kind = HETCCL_DEVICE_HOST;
-  if (want && want[0]) {
-    kind = hetccl_device_parse(want);
-    if (kind < 0) return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of host, cuda, hip", want);
-  } else {
-    const struct hetccl_device_ops *cuda = hetccl_device_get(HETCCL_DEVICE_CUDA);
-    if (cuda && cuda->available() && cuda->count() > 0) kind = HETCCL_DEVICE_CUDA;
-  }
-  const struct hetccl_device_ops *ops = hetccl_device_get(kind);
-  if (!ops || !ops->available())
-    return hetccl_error(hetcclInvalidUsage, "hetcclMemAlloc: device kind '%s' is not available here",
-                        want && want[0] ? want : "auto");
-  *out = ops;
-  return hetcclSuccess;
+  return hetccl_device_choose("hetcclMemAlloc", kind);
 }
 
 HETCCL_API hetcclResult_t hetcclMemAlloc(void **ptr, size_t size) {
   const char *fn = "hetcclMemAlloc";
   const struct hetccl_device_ops *ops = NULL;
+  int kind = -1;
   if (!ptr) return hetccl_error(hetcclInvalidArgument, "%s: ptr is NULL", fn);
   *ptr = NULL;
   if (size == 0) return hetccl_error(hetcclInvalidArgument, "%s: size is 0", fn);
-  HETCCL_TRY(alloc_kind(&ops));
+  HETCCL_TRY(alloc_kind(&kind));
+  ops = hetccl_device_get(kind);
   struct allocation *a = malloc(sizeof *a);
   if (!a) return hetccl_error(hetcclSystemError, "%s: out of memory", fn);
-  a->kind = ops->kind;
+  a->kind = kind;
   a->device = ops->current();
   hetcclResult_t rc = ops->mem_alloc(a->device, size, &a->ptr);
   if (rc != hetcclSuccess) {

@@ -34,6 +34,7 @@ struct hetccl_vendor_init {
    * ranks of the domain receive it through this (a broadcast within the domain). */
   hetcclResult_t (*bcast)(void *ctx, void *buf, size_t bytes);
   void *bcast_ctx;
+  const void *settings;    /* this communicator's values of the library's settings table (NULL: none) */
 };
 
 struct hetccl_vendor_ops {
@@ -46,5 +47,39 @@ struct hetccl_vendor_ops {
 #define HETCCL_VENDOR_OPS_VERSION 1
 
 extern const struct hetccl_vendor_ops hetccl_vendor_builtin;
+
+struct hetccl_device_desc;
+struct hetccl_settings_table;
+
+/*
+ * What a collective library says of itself. The registry (ccl/registry.c)
+ * holds the built-in ones and those registered at run time; a library's id
+ * is its index there.
+ */
+struct hetccl_ccl_desc {
+  const char *name;
+  int priority;          /* per domain, the highest one that serves its kind wins */
+  /* Whether it can serve a domain of ranks of device kind `kind`. */
+  int (*serves)(const struct hetccl_device_desc *kind);
+  /* 1 when usable here; else 0 with the reason (probed only for kinds it serves). */
+  int (*probe)(char *why, size_t why_size);
+  int uses_links;        /* runs over HetCCL links inside its domain (the built-in engine) */
+  struct hetccl_settings_table *settings;  /* its own settings; NULL: none */
+  const struct hetccl_vendor_ops *ops;     /* NULL: a known library not built here */
+};
+
+extern const struct hetccl_ccl_desc hetccl_ccl_desc_builtin;
+extern const struct hetccl_ccl_desc hetccl_ccl_desc_nccl;
+extern const struct hetccl_ccl_desc hetccl_ccl_desc_rccl;
+
+/* Adds a library (tests, plugins): before the first communicator, on every rank alike. */
+hetcclResult_t hetccl_ccl_register(const struct hetccl_ccl_desc *desc);
+int hetccl_ccl_count(void);
+const struct hetccl_ccl_desc *hetccl_ccl_desc_get(int id);
+/* The library of a domain of device kind `kind`: the highest-priority one
+ * with ops that serves it and probes usable; when none probes usable, the
+ * highest that serves it (its init then says why it cannot run). -1 when
+ * none serves the kind. */
+int hetccl_ccl_choose(int kind);
 
 #endif

@@ -19,25 +19,22 @@
 
 #define HETCCL_DOMAIN_LABEL_BYTES 32
 
-/* What each rank tells the others at init (fixed size, allgathered). */
+/* What each rank tells the others at init: this fixed part, then the
+ * variable part of its record in the rank table (core/rank_table.h): a
+ * transport address and a usable flag per transport, and one block of
+ * agreed settings per component. */
 struct hetccl_rank_info {
   uint64_t host_hash;     /* same value <=> same host (boot id, hostname, network namespace) */
   int32_t pid;
-  int32_t device_kind;    /* enum hetccl_device_kind */
+  int32_t device_kind;    /* device kind id: its index in the device registry */
   int32_t device;
   char domain[HETCCL_DOMAIN_LABEL_BYTES];
-  /* Settings that must agree across ranks: rank 0's values are used. */
+  /* Core's settings that must agree across ranks: rank 0's values are used. */
   int64_t chunk_bytes;
   int64_t small_bytes;
   int64_t timeout_ms;
-  int32_t forced_transport; /* -1: best per link */
-  int32_t socket_nstreams;
-  int64_t shm_slot_bytes;
-  int32_t shm_nslots;
+  int32_t forced_transport; /* transport id, -1: best per link */
   int32_t can_window;       /* this rank's device can map a shm device window */
-  int64_t shm_window_bytes;
-  int64_t shm_window_max;
-  uint8_t addr[HETCCL_TRANSPORT_COUNT][HETCCL_TRANSPORT_ADDR_BYTES];
 };
 
 /* A PreMulSum operator made by hetcclRedOpCreatePreMulSum. */
@@ -65,9 +62,14 @@ struct hetccl_comm {
   atomic_int init_thread_live;
 
   hetccl_bootstrap *bootstrap;
-  struct hetccl_rank_info *infos;   /* [nranks] */
+  struct hetccl_rank_info *infos;   /* [nranks]: the fixed parts of the rank table */
+  unsigned char *rank_table;        /* [nranks] records of record_bytes (core/rank_table.h) */
+  size_t record_bytes;
+  int ntransports;                  /* transports registered when init began */
+  int ncomponent_slots;
+  void **component_values;          /* [slot]: this communicator's values of each component's settings */
   hetccl_net_ctx net;
-  int net_ready[HETCCL_TRANSPORT_COUNT];
+  unsigned char *net_ready;         /* [ntransports]: set up for this communicator */
   hetccl_link **links;              /* [nranks], NULL for self and for pairs not linked */
   unsigned char *window_peers;      /* [nranks]: 1 where the link carries a device window */
 
@@ -80,6 +82,7 @@ struct hetccl_comm {
   int *domain_members;              /* [domain_size]: global ranks of this domain, ascending */
   hetccl_link **domain_links;       /* [domain_size]: links by domain rank (the vendor keeps this pointer) */
 
+  int ccl_id;                       /* the domain's collective library (ccl registry id) */
   const struct hetccl_vendor_ops *vendor;
   hetccl_vcomm *vcomm;
   struct hetccl_topology topo;      /* what plans see; filled at the end of init */

@@ -5,7 +5,7 @@
 #include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "ccl/nccl/nccl_vendor.h"
+#include "core/components.h"
 
 static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
   return a->device_kind == b->device_kind && strncmp(a->domain, b->domain, HETCCL_DOMAIN_LABEL_BYTES) == 0;
@@ -27,6 +27,8 @@ hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
     if (c->domain_of[r] < 0) c->domain_of[r] = c->ndomains++;
   }
   c->my_domain = c->domain_of[c->rank];
+  /* The domain's library: every rank of a domain has its kind, so all choose alike. */
+  c->ccl_id = hetccl_ccl_choose(c->device_kind);
   c->domain_size = 0;
   for (int r = 0; r < n; r++) c->domain_size += c->domain_of[r] == c->my_domain;
   c->domain_members = malloc((size_t)c->domain_size * sizeof *c->domain_members);
@@ -44,25 +46,18 @@ hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
           if (first < 0) first = r;
           size++;
         }
-      const struct hetccl_device_ops *ops = hetccl_device_get(c->infos[first].device_kind);
+      const struct hetccl_device_desc *kind = hetccl_device_desc_get(c->infos[first].device_kind);
       HETCCL_INFO("domain %d: label '%s', kind %s, %d ranks from rank %d", d, c->infos[first].domain,
-                  ops ? ops->name : "?", size, first);
+                  kind ? kind->name : "?", size, first);
     }
   }
   return hetcclSuccess;
 }
 
-static const struct hetccl_vendor_ops *vendor_for_kind(int kind) {
-  switch (kind) {
-    case HETCCL_DEVICE_HOST: return &hetccl_vendor_builtin;
-    case HETCCL_DEVICE_CUDA: return &hetccl_vendor_nccl;
-    default: return NULL; /* RCCL arrives with the AMD backend */
-  }
-}
-
 int hetccl_comm_needs_link(const struct hetccl_comm *c, int peer) {
   if (c->domain_of[peer] != c->my_domain) return 1;
-  return vendor_for_kind(c->device_kind) == &hetccl_vendor_builtin;
+  const struct hetccl_ccl_desc *lib = hetccl_ccl_desc_get(c->ccl_id);
+  return lib && lib->uses_links;
 }
 
 /* The domain's broadcast for vendor unique ids: domain rank 0 sends to the rest. */
@@ -80,8 +75,12 @@ static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
   hetccl_link **dlinks;
-  c->vendor = vendor_for_kind(c->device_kind);
-  if (!c->vendor) return hetccl_error(hetcclInvalidUsage, "no vendor library for device kind %d", c->device_kind);
+  const struct hetccl_ccl_desc *lib = hetccl_ccl_desc_get(c->ccl_id);
+  if (!lib) {
+    const struct hetccl_device_desc *kind = hetccl_device_desc_get(c->device_kind);
+    return hetccl_error(hetcclInvalidUsage, "no vendor library for device kind %s", kind ? kind->name : "?");
+  }
+  c->vendor = lib->ops;
   dlinks = c->domain_links = calloc((size_t)c->domain_size, sizeof *dlinks);
   if (!dlinks) return hetccl_error(hetcclSystemError, "out of memory for domain links");
   for (int i = 0; i < c->domain_size; i++) dlinks[i] = c->links[c->domain_members[i]];
@@ -95,6 +94,7 @@ hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
       .small_bytes = (size_t)c->infos[0].small_bytes,
       .bcast = domain_bcast,
       .bcast_ctx = c,
+      .settings = c->component_values[hetccl_component_slot_of_ccl(c->ccl_id)],
   };
   HETCCL_CHECK(c->vendor->init(&args, &c->vcomm));
 fail:

@@ -1,6 +1,6 @@
 /* The domain table: ranks grouped by (device kind, HETCCL_DOMAIN label),
- * numbered in order of their lowest rank, and the vendor library that serves
- * this rank's domain. */
+ * numbered in order of their lowest rank, and the collective library that
+ * serves this rank's domain (the ccl registry's choice for its kind). */
 #ifndef HETCCL_CORE_DOMAINS_H
 #define HETCCL_CORE_DOMAINS_H
 

@@ -5,7 +5,6 @@
 
 #include "core/group.h"
 #include "device/device.h"
-#include "util/params.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -44,10 +43,13 @@ hetcclResult_t hetccl_comm_init_all(hetcclComm_t *comms, int ndev, const int *de
   HETCCL_TRY(hetccl_bootstrap_new_id(&id));
   memset(comms, 0, (size_t)ndev * sizeof *comms);
   /* Rank i takes device devlist[i] (or i), made current while it is created;
-   * the caller's current device is restored after. Host ranks have none. */
-  const struct hetccl_device_ops *dev = hetccl_device_get(HETCCL_DEVICE_CUDA);
-  const char *kind = hetccl_params()->device_kind;
-  int gpu = dev && dev->set_device && (!kind[0] || !strcmp(kind, "cuda")) && dev->available() && dev->count() > 0;
+   * the caller's current device is restored after. Kinds with no devices
+   * to choose (host) have none. The kind is the one each init will choose;
+   * when that fails, the first init says so. */
+  int kind = -1;
+  const struct hetccl_device_ops *dev =
+      hetccl_device_choose("", &kind) == hetcclSuccess ? hetccl_device_get(kind) : NULL;
+  int gpu = dev && dev->set_device && dev->count() > 0;
   int saved = gpu ? dev->current() : -1;
   for (int i = 0; i < ndev && rc == hetcclSuccess; i++) {
     if (gpu) rc = dev->set_device(devlist ? devlist[i] : i);

@@ -45,9 +45,9 @@ hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, het
        * ranks. (NCCL reads it when the collective runs on the stream; here
        * it is read when the call is made.) */
       const struct hetccl_device_ops *dev = hetccl_device_get(c->device_kind);
-      if (c->device_kind == HETCCL_DEVICE_HOST || !dev)
+      if (!dev)
         memcpy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
-      else
+      else /* the kind's copy reads its memory (host's is memmove) */
         rc = dev->copy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
     }
   }

@@ -148,13 +148,46 @@ extern const struct hetccl_device_ops hetccl_device_host;
 /* Over libcuda.so.1, opened at first use; available() is 0 where it is missing. */
 extern const struct hetccl_device_ops hetccl_device_cuda;
 
+struct hetccl_settings_table;
+
+/*
+ * What a device kind says of itself. The registry (device/registry.c) holds
+ * the built-in kinds and those registered at run time; a kind's id is its
+ * index there (the built-ins keep enum hetccl_device_kind's values).
+ */
+struct hetccl_device_desc {
+  const char *name;      /* what HETCCL_DEVICE names it by */
+  int priority;          /* auto choice: the highest usable wins; host is lowest */
+  /* 1 when the kind can run ranks here; else 0 with the reason in `why`.
+   * Auto choice takes only kinds whose probe says usable. */
+  int (*probe)(char *why, size_t why_size);
+  struct hetccl_settings_table *settings;  /* its own settings; NULL: none */
+  const struct hetccl_device_ops *ops;     /* NULL: a known name not built here */
+};
+
+extern const struct hetccl_device_desc hetccl_device_desc_host;
+extern const struct hetccl_device_desc hetccl_device_desc_cuda;
+
+/* Adds a device kind (tests, plugins): before the first communicator, and
+ * on every rank alike (ids are registry indices, exchanged at init). */
+hetcclResult_t hetccl_device_register(const struct hetccl_device_desc *desc);
+/* Kinds registered, and kind `id`'s descriptor (NULL outside 0..count-1). */
+int hetccl_device_kind_count(void);
+const struct hetccl_device_desc *hetccl_device_desc_get(int id);
+/* The kind a rank of this process gets: HETCCL_DEVICE's when set, else the
+ * highest-priority kind whose probe says usable. hetcclInvalidUsage when
+ * the named kind is not available (`who` starts the message: "" at init). */
+hetcclResult_t hetccl_device_choose(const char *who, int *kind);
+/* The kind auto choice takes (HETCCL_DEVICE unset); always found (host). */
+int hetccl_device_auto(void);
+
 /* The GPU architectures of the CUDA kernels built into this library
  * ("sm_75 sm_80 ... compute_90"), or NULL when they were not built. */
 const char *hetccl_kernels_cuda_archs(void);
 
 /* The ops of `kind`, or NULL when this build has none. */
 const struct hetccl_device_ops *hetccl_device_get(int kind);
-/* "host", "cuda", "hip"; -1 when unknown. */
+/* A kind's id by name ("host", "cuda", "hip", or a registered one); -1 when unknown. */
 int hetccl_device_parse(const char *name);
 
 #endif

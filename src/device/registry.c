@@ -1,22 +1,88 @@
+/* The device kinds: built-in ones, one line each, then those registered at
+ * run time; auto choice, written once for init, InitAll and MemAlloc. */
+#include <stdio.h>
 #include <string.h>
 
 #include "device/device.h"
 #include "util/error.h"
+#include "util/params.h"
+
+static int hip_probe(char *why, size_t why_size) {
+  snprintf(why, why_size, "no HIP backend in this build");
+  return 0;
+}
+
+/* hip is a name HETCCL_DEVICE accepts before its backend exists: init then
+ * says it is not available, rather than that the name is unknown. */
+static const struct hetccl_device_desc g_hip = {.name = "hip", .priority = 20, .probe = hip_probe};
+
+/* Index = kind id: the built-ins keep enum hetccl_device_kind's values. */
+static const struct hetccl_device_desc *const g_builtin[] = {
+    [HETCCL_DEVICE_HOST] = &hetccl_device_desc_host,
+    [HETCCL_DEVICE_CUDA] = &hetccl_device_desc_cuda,
+    [HETCCL_DEVICE_HIP] = &g_hip,
+};
+enum { NBUILTIN = sizeof g_builtin / sizeof g_builtin[0], MAX_ADDED = 8 };
+
+static const struct hetccl_device_desc *g_added[MAX_ADDED];
+static int g_nadded;
+
+hetcclResult_t hetccl_device_register(const struct hetccl_device_desc *desc) {
+  if (!desc || !desc->name || !desc->probe) return hetccl_error(hetcclInvalidArgument, "device kind: incomplete descriptor");
+  if (hetccl_device_parse(desc->name) >= 0)
+    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is already registered", desc->name);
+  if (g_nadded == MAX_ADDED) return hetccl_error(hetcclInvalidUsage, "more than %d device kinds registered", MAX_ADDED);
+  g_added[g_nadded++] = desc;
+  return hetcclSuccess;
+}
+
+int hetccl_device_kind_count(void) { return NBUILTIN + g_nadded; }
+
+const struct hetccl_device_desc *hetccl_device_desc_get(int id) {
+  if (id < 0 || id >= hetccl_device_kind_count()) return NULL;
+  return id < NBUILTIN ? g_builtin[id] : g_added[id - NBUILTIN];
+}
 
 const struct hetccl_device_ops *hetccl_device_get(int kind) {
-  switch (kind) {
-    case HETCCL_DEVICE_HOST: return &hetccl_device_host;
-    case HETCCL_DEVICE_CUDA: return &hetccl_device_cuda; /* available() tells whether it runs here */
-    default: return NULL; /* hip arrives with its backend */
-  }
+  const struct hetccl_device_desc *d = hetccl_device_desc_get(kind);
+  return d ? d->ops : NULL; /* available() tells whether it runs here */
 }
 
 int hetccl_device_parse(const char *name) {
   if (!name) return -1;
-  if (!strcmp(name, "host")) return HETCCL_DEVICE_HOST;
-  if (!strcmp(name, "cuda")) return HETCCL_DEVICE_CUDA;
-  if (!strcmp(name, "hip")) return HETCCL_DEVICE_HIP;
+  for (int k = 0; k < hetccl_device_kind_count(); k++)
+    if (!strcmp(name, hetccl_device_desc_get(k)->name)) return k;
   return -1;
+}
+
+int hetccl_device_auto(void) {
+  int best = HETCCL_DEVICE_HOST;
+  for (int k = 0; k < hetccl_device_kind_count(); k++) {
+    const struct hetccl_device_desc *d = hetccl_device_desc_get(k);
+    char why[256];
+    if (d->ops && d->priority > hetccl_device_desc_get(best)->priority && d->probe(why, sizeof why)) best = k;
+  }
+  return best;
+}
+
+hetcclResult_t hetccl_device_choose(const char *who, int *kind) {
+  const char *want = hetccl_params()->device_kind;
+  int k = want[0] ? hetccl_device_parse(want) : hetccl_device_auto();
+  if (k < 0) {
+    char names[128] = "";
+    size_t len = 0;
+    for (int i = 0; i < hetccl_device_kind_count() && len < sizeof names; i++)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", hetccl_device_desc_get(i)->name);
+    return hetccl_error(hetcclInvalidArgument, "HETCCL_DEVICE=%s is not one of %s", want, names);
+  }
+  const struct hetccl_device_ops *ops = hetccl_device_get(k);
+  if (!ops || !ops->available()) {
+    const char *name = want[0] ? want : "auto";
+    if (who[0]) return hetccl_error(hetcclInvalidUsage, "%s: device kind '%s' is not available here", who, name);
+    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is not available in this build or on this node", name);
+  }
+  *kind = k;
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,

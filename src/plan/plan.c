@@ -39,8 +39,10 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
     if (!st->dom_member[d]) goto oom;
   }
   for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
-  if (t->device_kind != HETCCL_DEVICE_HOST && t->ndomains > 1) {
-    const struct hetccl_device_ops *dev = hetccl_device_get(t->device_kind);
+  /* Ranks of kinds with streams run cross-domain phases on the progress
+   * engine; the others (host memory) run them on the calling thread. */
+  const struct hetccl_device_ops *dev = hetccl_device_get(t->device_kind);
+  if (t->ndomains > 1 && (!dev || dev->stream_create)) {
     hetcclResult_t rc = dev ? hetccl_dexec_create(dev, t->device, t->timeout_ms, t->async_error, t->links, t->nranks, &st->ex.dexec)
                             : hetccl_error(hetcclInvalidUsage, "no device ops for kind %d", t->device_kind);
     if (rc != hetcclSuccess) {
@@ -96,7 +98,8 @@ static int needs_inplace_copy(const struct hetccl_plan_state *st, const struct h
    * passes it through; host memory, and every rank across domains (whose
    * link sends read the input after the vendor phase wrote the output), copy
    * the input aside first. */
-  int kind_copies = st->topo->device_kind == HETCCL_DEVICE_HOST || st->topo->ndomains > 1;
+  const struct hetccl_device_ops *dev = hetccl_device_get(st->topo->device_kind);
+  int kind_copies = !dev || !dev->stream_create || st->topo->ndomains > 1;
   return kind_copies && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
          op->sendbuff == op->recvbuff;
 }

@@ -26,7 +26,7 @@ static const struct hetccl_setting g_debug_setting = {
     .choice_of = g_level_values, .warn_only = 1, HETCCL_SETTING_AT(struct log_values, level),
     .help = "log level on stderr"};
 static const struct hetccl_settings_table g_table = {
-    .owner = "log", .items = &g_debug_setting, .count = 1, .values = &g_values};
+    .owner = "log", .items = &g_debug_setting, .count = 1, .values = &g_values, .values_size = sizeof g_values};
 static char g_refusal[256];
 
 static void log_init(void) {

@@ -1,6 +1,7 @@
 #include "util/params.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +10,18 @@
 #include "util/log.h"
 
 #define KIB ((int64_t)1 << 10)
-#define MIB ((int64_t)1 << 20)
 #define GIB ((int64_t)1 << 30)
 
 #define AT(member) HETCCL_SETTING_AT(struct hetccl_params, member)
 
 static const char *const g_window_reads[] = {"copy", "kernel", NULL};
 
-/* Limits are what the code below them handles, not taste: socket links
- * keep at most 16 connections, chunks and slots are 64-byte multiples so
- * every element type stays aligned, windows and lanes are whole MiB so
- * their chunks do too. */
+/* Core's settings; components (device kinds, transports, collective
+ * libraries) describe their own in their descriptors' tables. Limits are
+ * what the code below them handles, not taste: chunks are 64-byte
+ * multiples so every element type stays aligned. HETCCL_SOCKET_IFNAME is
+ * here since the bootstrap uses it too, HETCCL_SHM_WINDOW_READ since the
+ * executor (src/exec) reads it. */
 static const struct hetccl_setting g_items[] = {
     {.name = "HETCCL_TIMEOUT_MS", .kind = HETCCL_SETTING_INT, .dflt = "300000", .min = 1, .max = INT64_MAX / 2,
      .agreed = 1, AT(timeout_ms), .help = "bound on any wait that makes no progress, in ms"},
@@ -35,30 +37,17 @@ static const struct hetccl_setting g_items[] = {
      .unset_means = "one domain per device kind", .help = "domain label of this process's ranks"},
     {.name = "HETCCL_SOCKET_IFNAME", .kind = HETCCL_SETTING_TEXT, .max_len = 256, AT(socket_ifname),
      .unset_means = "the default route's interface", .help = "interfaces for the bootstrap and socket links"},
-    {.name = "HETCCL_SOCKET_NSTREAMS", .kind = HETCCL_SETTING_INT, .dflt = "2", .min = 1, .max = 16, .agreed = 1,
-     AT(socket_nstreams), .help = "TCP connections per socket link"},
-    {.name = "HETCCL_SHM_SLOT_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "256K", .min = 4 * KIB, .max = GIB,
-     .multiple = 64, .agreed = 1, AT(shm_slot_bytes), .help = "one slot of a shared-memory link ring"},
-    {.name = "HETCCL_SHM_NSLOTS", .kind = HETCCL_SETTING_INT, .dflt = "8", .min = 2, .max = 1024, .agreed = 1,
-     AT(shm_nslots), .help = "slots per direction of a shared-memory link"},
-    {.name = "HETCCL_SHM_WINDOW_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "64M", .min = 0, .max = 64 * GIB,
-     .multiple = MIB, .agreed = 1, AT(shm_window_bytes), .help = "device window per direction between GPU ranks"},
-    {.name = "HETCCL_SHM_WINDOW_MAX", .kind = HETCCL_SETTING_BYTES, .dflt = "256M", .min = 0, .max = 64 * GIB,
-     .multiple = MIB, .agreed = 1, AT(shm_window_max), .help = "largest lane a device window grows by"},
     {.name = "HETCCL_SHM_WINDOW_READ", .kind = HETCCL_SETTING_CHOICE, .dflt = "copy", .choices = g_window_reads,
      AT(shm_window_kernel_read), .help = "how a reducing receive reads a device window"},
-    {.name = "HETCCL_CUDA_LIBRARY", .kind = HETCCL_SETTING_TEXT, .dflt = "libcuda.so.1", .max_len = 4096,
-     AT(cuda_library), .help = "the CUDA driver library"},
-    {.name = "HETCCL_NCCL_LIBRARY", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(nccl_library),
-     .unset_means = "search", .help = "the NCCL of NVIDIA domains"},
-    {.name = "HETCCL_RCCL_LIBRARY", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(rccl_library),
-     .unset_means = "search", .help = "the RCCL of AMD domains"},
 };
 #undef AT
 
 static struct hetccl_params g_params;
-static const struct hetccl_settings_table g_table = {
-    .owner = "core", .items = g_items, .count = (int)(sizeof g_items / sizeof g_items[0]), .values = &g_params};
+static const struct hetccl_settings_table g_table = {.owner = "core",
+                                                     .items = g_items,
+                                                     .count = (int)(sizeof g_items / sizeof g_items[0]),
+                                                     .values = &g_params,
+                                                     .values_size = sizeof g_params};
 
 static hetcclResult_t g_status;
 static char g_refusal[512];
@@ -73,9 +62,10 @@ static const char *const g_tool_prefixes[] = {"HETCCL_TEST_", "HETCCL_PERF_", NU
 
 extern char **environ;
 
-static int known_name(const char *var, size_t len) {
-  for (int i = 0; i < g_table.count; i++)
-    if (strlen(g_items[i].name) == len && !strncmp(var, g_items[i].name, len)) return 1;
+static int known_name(const struct hetccl_settings_table *const *tables, int ntables, const char *var, size_t len) {
+  for (int t = 0; t < ntables; t++)
+    for (int i = 0; i < tables[t]->count; i++)
+      if (strlen(tables[t]->items[i].name) == len && !strncmp(var, tables[t]->items[i].name, len)) return 1;
   for (int i = 0; g_other_names[i]; i++)
     if (strlen(g_other_names[i]) == len && !strncmp(var, g_other_names[i], len)) return 1;
   for (int i = 0; g_tool_prefixes[i]; i++)
@@ -85,12 +75,14 @@ static int known_name(const char *var, size_t len) {
 
 /* NCCL ignores NCCL_* names it does not know; a misspelt HETCCL_* name
  * would then change nothing without a word, so it is named once. */
-static void warn_unknown_names(void) {
+void hetccl_params_warn_unknown(const struct hetccl_settings_table *const *tables, int ntables) {
+  static atomic_int told;
+  if (atomic_exchange(&told, 1)) return;
   for (char **e = environ; e && *e; e++) {
     if (strncmp(*e, "HETCCL_", 7) != 0) continue;
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    if (!known_name(*e, len))
+    if (!known_name(tables, ntables, *e, len))
       HETCCL_WARN("%.*s is not a HetCCL setting and is ignored (docs/ENV.md lists them)", (int)len, *e);
   }
 }
@@ -99,7 +91,6 @@ static void params_init(void) {
   /* The first refusal is logged by hetccl_params_check, on the thread whose
    * call it fails; the parser logs any further ones. */
   g_status = hetccl_settings_parse(&g_table, g_refusal, sizeof g_refusal);
-  warn_unknown_names();
 }
 
 const struct hetccl_params *hetccl_params(void) {

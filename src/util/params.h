@@ -1,6 +1,7 @@
 /*
- * Settings read once per process from HETCCL_* variables (docs/ENV.md),
- * described by one table (util/settings.h) in params.c. Settings that change
+ * Core's settings, read once per process from HETCCL_* variables
+ * (docs/ENV.md), described by one table (util/settings.h) in params.c;
+ * each component's own settings are in its descriptor's table. Settings that change
  * plans or wire formats are agreed at communicator init (rank 0's values
  * win), so every rank derives the same plan.
  */
@@ -20,16 +21,8 @@ struct hetccl_params {
   const char *socket_ifname;  /* HETCCL_SOCKET_IFNAME: interface for sockets and bootstrap */
   const char *domain;         /* HETCCL_DOMAIN: domain label of this process's ranks */
   const char *device_kind;    /* HETCCL_DEVICE: "" (auto) or a device kind's name */
-  int socket_nstreams;        /* HETCCL_SOCKET_NSTREAMS: TCP connections per socket link */
-  size_t shm_slot_bytes;      /* HETCCL_SHM_SLOT_BYTES: one slot of a shm link ring */
-  int shm_nslots;             /* HETCCL_SHM_NSLOTS: slots per direction of a shm link */
-  size_t shm_window_bytes;    /* HETCCL_SHM_WINDOW_BYTES: device window per direction between GPU ranks; 0: none */
-  size_t shm_window_max;      /* HETCCL_SHM_WINDOW_MAX: largest lane a window grows by for larger transfers */
   int shm_window_kernel_read; /* HETCCL_SHM_WINDOW_READ: "kernel" (reduce straight from the window) or "copy" */
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
-  const char *cuda_library;   /* HETCCL_CUDA_LIBRARY: the CUDA driver library to open */
-  const char *nccl_library;   /* HETCCL_NCCL_LIBRARY: "" (search) or the NCCL to open */
-  const char *rccl_library;   /* HETCCL_RCCL_LIBRARY: "" (search) or the RCCL to open */
 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */
@@ -47,5 +40,10 @@ hetcclResult_t hetccl_params_check(void);
 
 /* The table behind hetccl_params(), for hetccl-info. */
 const struct hetccl_settings_table *hetccl_params_table(void);
+
+/* Warns once per process of each HETCCL_* variable in the environment that
+ * no table in `tables` (every table of the library: core walks the
+ * registries for them) nor the launcher or the tests know. */
+void hetccl_params_warn_unknown(const struct hetccl_settings_table *const *tables, int ntables);
 
 #endif

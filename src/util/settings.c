@@ -1,6 +1,7 @@
 #include "util/settings.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,4 +192,60 @@ void hetccl_setting_format(const struct hetccl_setting *s, const void *values, c
     }
   }
   buf[0] = 0;
+}
+
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+hetcclResult_t hetccl_settings_load(struct hetccl_settings_table *t) {
+  pthread_mutex_lock(&g_load_lock);
+  if (!t->loaded) {
+    t->refusal[0] = 0;
+    t->status = hetccl_settings_parse(t, t->refusal, sizeof t->refusal);
+    t->loaded = 1;
+  }
+  hetcclResult_t rc = t->status;
+  pthread_mutex_unlock(&g_load_lock);
+  return rc;
+}
+
+/* Bytes one agreed item takes in a block. */
+static size_t agreed_item_bytes(const struct hetccl_setting *s) {
+  return s->kind == HETCCL_SETTING_TEXT ? s->max_len + 1 : s->size;
+}
+
+size_t hetccl_settings_agreed_bytes(const struct hetccl_settings_table *t) {
+  size_t n = 0;
+  for (int i = 0; t && i < t->count; i++)
+    if (t->items[i].agreed) n += agreed_item_bytes(&t->items[i]);
+  return n;
+}
+
+void hetccl_settings_pack_agreed(const struct hetccl_settings_table *t, const void *values, void *block) {
+  char *out = block;
+  for (int i = 0; t && i < t->count; i++) {
+    const struct hetccl_setting *s = &t->items[i];
+    if (!s->agreed) continue;
+    size_t n = agreed_item_bytes(s);
+    if (s->kind == HETCCL_SETTING_TEXT) {
+      const char *v = NULL;
+      memcpy(&v, (const char *)values + s->offset, sizeof v);
+      memset(out, 0, n);
+      if (v) strncpy(out, v, s->max_len);
+    } else {
+      memcpy(out, (const char *)values + s->offset, n);
+    }
+    out += n;
+  }
+}
+
+void hetccl_settings_unpack_agreed(const struct hetccl_settings_table *t, const void *block, void *values) {
+  const char *in = block;
+  for (int i = 0; t && i < t->count; i++) {
+    const struct hetccl_setting *s = &t->items[i];
+    if (!s->agreed) continue;
+    size_t n = agreed_item_bytes(s);
+    if (s->kind == HETCCL_SETTING_TEXT) memcpy((char *)values + s->offset, &in, sizeof in);
+    else memcpy((char *)values + s->offset, in, n);
+    in += n;
+  }
 }

@@ -46,6 +46,11 @@ struct hetccl_settings_table {
   const struct hetccl_setting *items;
   int count;
   void *values;                       /* the owner's struct the items write into */
+  size_t values_size;                 /* sizeof that struct: communicators keep copies of it */
+  /* Parse-once state of tables read on demand (hetccl_settings_load). */
+  int loaded;
+  hetcclResult_t status;
+  char refusal[512];
 };
 
 /* Parses one setting from the environment (default when unset or empty)
@@ -64,5 +69,20 @@ void hetccl_setting_format(const struct hetccl_setting *s, const void *values, c
 
 /* Whether the environment sets `s` (non-empty). */
 int hetccl_setting_is_set(const struct hetccl_setting *s);
+
+/* Parses `t` into t->values on the first call (thread-safe), then returns
+ * what that parse returned: hetcclSuccess, or hetcclInvalidArgument with
+ * the first refusal in t->refusal (nothing recorded as the last error). */
+hetcclResult_t hetccl_settings_load(struct hetccl_settings_table *t);
+
+/*
+ * Agreed settings travel between ranks as one block per table: its agreed
+ * items, in table order, each packed at its field's size (TEXT: max_len + 1
+ * bytes, so agreed TEXT items need a max_len). unpack writes a block into
+ * `values`; TEXT values then point into `block`, which must outlive them.
+ */
+size_t hetccl_settings_agreed_bytes(const struct hetccl_settings_table *t);
+void hetccl_settings_pack_agreed(const struct hetccl_settings_table *t, const void *values, void *block);
+void hetccl_settings_unpack_agreed(const struct hetccl_settings_table *t, const void *block, void *values);
 
 #endif

@@ -2,8 +2,9 @@
  * Settings: every value is accepted as written or refused with the
  * variable, the value and what is accepted; nothing is clamped in silence.
  * The table parser is checked on a table of its own; the library's tables
- * (params, HETCCL_DEBUG) and the checks that need the registries run in
- * forked children, since a process parses its environment once.
+ * (HETCCL_DEBUG, core's, each component's through the registries) and the
+ * checks that need the registries run in forked children, since a process
+ * parses its environment once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/components.h"
 #include "unit_check.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -129,12 +131,24 @@ static void case_table_parser(void) {
   unsetenv("HT_MODE");
 }
 
-/* Every default of the library's own tables parses (the parser trusts them). */
+/* Every default of the library's tables (log, core, and each component's,
+ * reached through the registries) parses; each item fits its table's values
+ * struct, and an agreed text has a bound (it travels in the rank table). */
 static void case_library_defaults(void) {
-  const struct hetccl_settings_table *tables[] = {hetccl_params_table(), hetccl_log_table()};
-  for (int t = 0; t < 2; t++)
+  const struct hetccl_settings_table *tables[64];
+  int ntables = hetccl_settings_tables(tables, 64);
+  const char *const owners[] = {"core", "shm", "socket", "cuda", "nccl", "rccl"};
+  for (size_t o = 0; o < sizeof owners / sizeof owners[0]; o++) {
+    int found = 0;
+    for (int t = 0; t < ntables; t++) found |= !strcmp(tables[t]->owner, owners[o]);
+    CHECK(found, "no settings table of %s among the %d tables", owners[o], ntables);
+  }
+  for (int t = 0; t < ntables; t++)
     for (int i = 0; i < tables[t]->count; i++) {
       const struct hetccl_setting *s = &tables[t]->items[i];
+      CHECK(s->offset + s->size <= tables[t]->values_size, "%s: %s lies outside its values (%zu bytes)",
+            tables[t]->owner, s->name, tables[t]->values_size);
+      CHECK(!s->agreed || s->kind != HETCCL_SETTING_TEXT || s->max_len, "%s: agreed text without max_len", s->name);
       if (!s->dflt || !s->dflt[0]) continue;
       setenv(s->name, s->dflt, 1);
       char buf[4096], why[512] = "";
@@ -142,6 +156,28 @@ static void case_library_defaults(void) {
       unsetenv(s->name);
       CHECK(s->offset + s->size <= sizeof buf && rc == hetcclSuccess, "%s's default %s: %s", s->name, s->dflt, why);
     }
+}
+
+/* Agreed items travel as one block: packed from one values struct,
+ * unpacked into another, they arrive; the others stay as they were. */
+static void case_agreed_blocks(void) {
+  static const struct hetccl_setting items[] = {
+      {.name = "HT_A", .kind = HETCCL_SETTING_BYTES, .agreed = 1, .max = 1 << 20, HETCCL_SETTING_AT(struct sample, size)},
+      {.name = "HT_B", .kind = HETCCL_SETTING_INT, .max = 16, HETCCL_SETTING_AT(struct sample, count)},
+      {.name = "HT_C", .kind = HETCCL_SETTING_CHOICE, .agreed = 1, .choices = g_modes, HETCCL_SETTING_AT(struct sample, mode)},
+      {.name = "HT_D", .kind = HETCCL_SETTING_TEXT, .agreed = 1, .max_len = 7, HETCCL_SETTING_AT(struct sample, text)},
+  };
+  struct hetccl_settings_table t = {.owner = "test", .items = items, .count = 4, .values_size = sizeof(struct sample)};
+  struct sample from = {.size = 4096, .count = 3, .mode = 2, .text = "abc"}, to = {.size = 1, .count = 9, .mode = 0, .text = "x"};
+  size_t bytes = hetccl_settings_agreed_bytes(&t);
+  CHECK(bytes == sizeof(int64_t) + sizeof(int) + 8, "agreed block of %zu bytes", bytes);
+  unsigned char block[64];
+  memset(block, 0xee, sizeof block);
+  hetccl_settings_pack_agreed(&t, &from, block);
+  hetccl_settings_unpack_agreed(&t, block, &to);
+  CHECK(to.size == 4096 && to.mode == 2 && to.text && !strcmp(to.text, "abc"), "agreed items did not arrive");
+  CHECK(to.count == 9, "an item not agreed was overwritten: %d", to.count);
+  CHECK(block[bytes] == 0xee, "the block was written past its %zu bytes", bytes);
 }
 
 /* In a child: sets `var`=`value`, runs the library's check, and returns
@@ -208,6 +244,37 @@ static void case_debug_warns_once(void) {
         "HETCCL_DEBUG=verbose: not named exactly once: '%s'", out);
 }
 
+/* A misspelt HETCCL_* name is named once; a component's setting (shm's,
+ * reached only through the transport registry) is not. */
+static void case_unknown_names(void) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    CHECK(0, "pipe failed");
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    setenv("HETCCL_SHM_NSLOTS", "4", 1);
+    setenv("HETCCL_SHM_NSLOT", "4", 1);
+    _exit(hetccl_settings_check() == hetcclSuccess && hetccl_settings_check() == hetcclSuccess ? 0 : 3);
+  }
+  close(fds[1]);
+  char out[4096] = "";
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof out - 1 && (n = read(fds[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)n;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const char *first = strstr(out, "HETCCL_SHM_NSLOT is not a HetCCL setting");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "settings check failed with HETCCL_SHM_NSLOTS=4");
+  CHECK(first && !strstr(first + 1, "HETCCL_SHM_NSLOT is not"), "misspelt name not named exactly once: '%s'", out);
+  CHECK(!strstr(out, "HETCCL_SHM_NSLOTS is not"), "a component's setting was called unknown: '%s'", out);
+}
+
 int main(void) {
   struct {
     const char *name;
@@ -216,8 +283,10 @@ int main(void) {
                 * process's parsed settings (the parser below logs, which reads HETCCL_DEBUG). */
                {"bad HETCCL_DEBUG warns once", case_debug_warns_once},
                {"library checks", case_library_checks},
+               {"unknown names", case_unknown_names},
                {"table parser", case_table_parser},
-               {"library defaults", case_library_defaults}};
+               {"library defaults", case_library_defaults},
+               {"agreed blocks", case_agreed_blocks}};
   int failed = 0, n = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < n; i++) {
     atomic_store(&g_fails, 0);

@@ -3,22 +3,21 @@
 
 #include "device/device.h"
 #include "info.h"
-#include "transport/transport.h"
-
-static const char *const g_kind_names[HETCCL_DEVICE_KINDS] = {"host", "cuda", "hip"};
+#include "transport/transport_desc.h"
 
 void info_devices(void) {
   printf("\nDevice kinds\n");
-  for (int k = 0; k < HETCCL_DEVICE_KINDS; k++) {
-    const struct hetccl_device_ops *ops = hetccl_device_get(k);
+  for (int k = 0; k < hetccl_device_kind_count(); k++) {
+    const struct hetccl_device_desc *d = hetccl_device_desc_get(k);
+    const struct hetccl_device_ops *ops = d->ops;
     if (!ops) {
-      printf("  %-6s           not built\n", g_kind_names[k]);
+      printf("  %-6s           not built\n", d->name);
     } else if (!ops->available || !ops->available()) {
-      printf("  %-6s           no device (runtime or device not found)\n", ops->name);
+      printf("  %-6s           no device (runtime or device not found)\n", d->name);
     } else {
       int n = ops->count ? ops->count() : 0;
-      if (k == HETCCL_DEVICE_HOST) printf("  %-6s           available (CPU memory)\n", ops->name);
-      else printf("  %-6s           %d device%s\n", ops->name, n, n == 1 ? "" : "s");
+      if (!ops->stream_create) printf("  %-6s           available (CPU memory)\n", d->name);
+      else printf("  %-6s           %d device%s\n", d->name, n, n == 1 ? "" : "s");
     }
   }
 }
@@ -26,10 +25,11 @@ void info_devices(void) {
 void info_transports(void) {
   printf("\nTransports\n");
   int any = 0;
-  for (int i = 0; i < HETCCL_TRANSPORT_COUNT; i++) {
-    const struct hetccl_transport_ops *ops = hetccl_transport_get(i);
-    if (!ops) continue;
-    printf("  %-16s built in\n", ops->name);
+  for (int i = 0; i < hetccl_transport_count(); i++) {
+    const struct hetccl_transport_desc *d = hetccl_transport_desc_get(i);
+    char why[256] = "";
+    if (d->probe(why, sizeof why)) printf("  %-16s built in\n", d->name);
+    else printf("  %-16s not usable here (%s)\n", d->name, why);
     any = 1;
   }
   if (!any) printf("  none built in\n");

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/components.h"
 #include "info.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "util/params.h"
 #include "util/settings.h"
 
 extern char **environ;
@@ -42,8 +42,9 @@ static void print_table(const struct hetccl_settings_table *t) {
 }
 
 void info_settings(void) {
-  const struct hetccl_settings_table *tables[] = {hetccl_log_table(), hetccl_params_table()};
-  int ntables = (int)(sizeof tables / sizeof tables[0]);
+  /* HETCCL_DEBUG's, core's, then each component's, from the registries. */
+  const struct hetccl_settings_table *tables[64];
+  int ntables = hetccl_settings_tables(tables, 64);
   printf("\nSettings\n");
   for (int t = 0; t < ntables; t++) print_table(tables[t]);
   /* Component names (HETCCL_TRANSPORT, HETCCL_DEVICE) are checked against

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "transport/transport.h"
+#include "transport/transport_desc.h"
 #include "util/params.h"
 #include "util/time.h"
 #include "util/wait.h"
@@ -39,10 +39,10 @@ static int wait_req(hetccl_link *l, uint64_t req) {
 
 static int run_rank(int rank, int tid, struct shared *sh, size_t minb, size_t maxb, int iters) {
   const struct hetccl_transport_ops *ops = hetccl_transport_get(tid);
-  const struct hetccl_params *p = hetccl_params();
   hetccl_net_ctx ctx = {.rank = rank, .nranks = 2, .comm_tag = 0x6c696e6b62656e63ull ^ (uint64_t)getppid(),
-                        .timeout_ms = 60000, .socket_ifname = p->socket_ifname, .socket_nstreams = p->socket_nstreams,
-                        .shm_slot_bytes = p->shm_slot_bytes, .shm_nslots = p->shm_nslots};
+                        .timeout_ms = 60000};
+  hetccl_transport_configure_defaults(&ctx); /* the transports' settings, as a communicator's would be */
+  ctx.shm_window_bytes = ctx.shm_window_max = 0; /* as before: no device windows here */
   hetccl_link *link = NULL;
   if (ops->setup(&ctx, sh->addr[rank]) != hetcclSuccess) return 1;
   pthread_barrier_wait(&sh->bar);

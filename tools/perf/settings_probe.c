@@ -12,16 +12,18 @@
 #include <unistd.h>
 
 #include "capacity.h"
-#include "transport/transport.h"
+#include "transport/transport_desc.h"
 #include "util/params.h"
 
 static void probe_child(int fd) {
   const struct hetccl_params *p = hetccl_params();
+  hetccl_net_ctx ctx = {0};
+  hetccl_transport_configure_defaults(&ctx); /* the shm values a communicator's links start from */
   struct perf_shm_settings s = {
-      .slot_bytes = p->shm_slot_bytes,
-      .nslots = p->shm_nslots,
-      .window_bytes = p->shm_window_bytes,
-      .window_max = p->shm_window_max,
+      .slot_bytes = ctx.shm_slot_bytes,
+      .nslots = ctx.shm_nslots,
+      .window_bytes = ctx.shm_window_bytes,
+      .window_max = ctx.shm_window_max,
       .shm = hetccl_transport_parse(p->transport) != HETCCL_TRANSPORT_SOCKET,
   };
   ssize_t n = write(fd, &s, sizeof s);

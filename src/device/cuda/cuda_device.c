@@ -4,8 +4,29 @@
  * created (as NCCL's cudaGetDevice); contexts are the devices' primary
  * contexts, the ones the CUDA runtime and PyTorch use.
  */
+#include <stdio.h>
+
 #include "device/cuda/cuda_internal.h"
 #include "util/error.h"
+#include "util/settings.h"
+
+/* The cuda kind's own settings. */
+struct cuda_settings {
+  const char *library; /* HETCCL_CUDA_LIBRARY */
+};
+static struct cuda_settings g_values;
+static const struct hetccl_setting g_items[] = {
+    {.name = "HETCCL_CUDA_LIBRARY", .kind = HETCCL_SETTING_TEXT, .dflt = "libcuda.so.1", .max_len = 4096,
+     HETCCL_SETTING_AT(struct cuda_settings, library), .help = "the CUDA driver library"},
+};
+static struct hetccl_settings_table g_settings = {.owner = "cuda", .items = g_items, .count = 1,
+                                                  .values = &g_values, .values_size = sizeof g_values};
+
+/* A refused value leaves the default; init reports the refusal first. */
+const char *hetccl_cuda_library(void) {
+  (void)hetccl_settings_load(&g_settings);
+  return g_values.library;
+}
 
 static int cuda_available(void) { return hetccl_cu_usable(); }
 
@@ -104,3 +125,18 @@ const struct hetccl_device_ops hetccl_device_cuda = {
     .can_dmabuf = hetccl_cuda_can_dmabuf,
     .dmabuf_export = hetccl_cuda_dmabuf_export,
 };
+
+static int cuda_probe(char *why, size_t why_size) {
+  if (!cuda_available()) {
+    snprintf(why, why_size, "%s", hetccl_cu_load_error());
+    return 0;
+  }
+  if (cuda_count() <= 0) {
+    snprintf(why, why_size, "no CUDA device");
+    return 0;
+  }
+  return 1;
+}
+
+const struct hetccl_device_desc hetccl_device_desc_cuda = {
+    .name = "cuda", .priority = 10, .probe = cuda_probe, .settings = &g_settings, .ops = &hetccl_device_cuda};

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "device/cuda/cuda_driver.h"
-#include "util/params.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -103,7 +102,7 @@ static void *resolve(get_proc_fn get_proc, const struct entry *e) {
 }
 
 static void load_once(void) {
-  const char *path = hetccl_params()->cuda_library;
+  const char *path = hetccl_cuda_library();
   g_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!g_lib) {
     const char *why = dlerror();

@@ -154,6 +154,9 @@ hetcclResult_t hetccl_cu_error(CUresult r, const char *what);
     if (hetccl_cu_r_ != CUDA_SUCCESS) return hetccl_cu_error(hetccl_cu_r_, "cu" #call); \
   } while (0)
 
+/* HETCCL_CUDA_LIBRARY: the driver library to open (cuda_device.c owns the setting). */
+const char *hetccl_cuda_library(void);
+
 /* The primary context of `device`, retained once per process and kept. */
 hetcclResult_t hetccl_cu_primary_ctx(int device, CUcontext *ctx);
 

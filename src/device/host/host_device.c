@@ -40,3 +40,12 @@ const struct hetccl_device_ops hetccl_device_host = {
     .mem_free = host_free,
     .copy = host_copy,
 };
+
+static int host_probe(char *why, size_t why_size) {
+  (void)why, (void)why_size;
+  return 1;
+}
+
+/* Lowest priority: host is what auto choice falls back to. */
+const struct hetccl_device_desc hetccl_device_desc_host = {
+    .name = "host", .priority = 0, .probe = host_probe, .ops = &hetccl_device_host};
