@@ -24,16 +24,7 @@
 #include "util/error.h"
 #include "ccl/nccl/nccl_vendor.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 static int contains(const char *s, const char *part) { return s && part && strstr(s, part) != NULL; }
 
@@ -293,6 +284,5 @@ int main(void) {
   else
     printf("  libhetccl.so not built beside this test: self-rejection check skipped\n");
   in_child(NULL, NULL, nccl_default_search, "nccl: default search");
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }

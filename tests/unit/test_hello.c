@@ -24,16 +24,7 @@
 #include "util/sock.h"
 #include "util/time.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 #define HELLO_BYTES 40
 static const uint8_t k_key[16] = "test hello key!";
@@ -264,6 +255,5 @@ int main(void) {
   test_refusals();
   test_logging_rate();
   close(g_listen);
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }

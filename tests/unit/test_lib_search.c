@@ -28,16 +28,7 @@
 #include "ccl/ld_cache.h"
 #include "ccl/lib_search.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 static int contains(const char *s, const char *part) { return s && part && strstr(s, part) != NULL; }
 
@@ -408,6 +399,5 @@ int main(void) {
 #else
   printf("  stand-in NCCL or face not built: search checks skipped\n");
 #endif
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }

@@ -32,16 +32,7 @@
 #error "HETCCL_TEST_STAND_IN_NCCL (tests/abi/CMakeLists.txt) is not set"
 #endif
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 static int contains(const char *s, const char *part) { return s && part && strstr(s, part) != NULL; }
 
@@ -322,6 +313,5 @@ int main(void) {
   test_nccl_instance_beside();
   test_refusals();
   test_run_paths();
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }

@@ -7,16 +7,7 @@
 
 #include "util/sha256.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 static void hex(const uint8_t *d, size_t n, char *out) {
   for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
@@ -163,6 +154,5 @@ int main(void) {
   test_hmac_rfc4231();
   test_bytes_equal();
   test_random();
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }

@@ -14,16 +14,7 @@
 #include "util/sock.h"
 #include "util/time.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-  if (ok) {
-    g_pass++;
-  } else {
-    g_fail++;
-    printf("FAIL: %s\n", what);
-  }
-}
+#include "unit_tally.h"
 
 static double ms_since(uint64_t t0) { return (double)(hetccl_now_ns() - t0) / 1e6; }
 
@@ -225,6 +216,5 @@ int main(void) {
   test_transfer();
   test_connect_retry();
   test_ipv6();
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  return g_fail ? 1 : 0;
+  return tally_report();
 }
