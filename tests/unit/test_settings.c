@@ -214,63 +214,59 @@ static void case_library_checks(void) {
   CHECK(child_check("HETCCL_DEBUG", "bogus", 1, ""), "debug bogus");
 }
 
-/* A bad HETCCL_DEBUG is named once on stderr, and WARN stays in force. */
-static void case_debug_warns_once(void) {
+/* Runs `child` in a forked process whose stderr lands in `out`; returns
+ * whether it exited with status 0. */
+static int run_capturing_stderr(int (*child)(void), char *out, size_t size) {
   int fds[2];
-  if (pipe(fds) != 0) {
-    CHECK(0, "pipe failed");
-    return;
-  }
+  out[0] = 0;
+  if (pipe(fds) != 0) return 0;
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 2);
     close(fds[0]);
-    setenv("HETCCL_DEBUG", "verbose", 1);
-    int first = hetccl_log_level(), second = hetccl_log_level(); /* the second must not warn again */
-    _exit(first == HETCCL_LOG_WARN && second == HETCCL_LOG_WARN ? 0 : 3);
+    _exit(child());
   }
   close(fds[1]);
-  char out[4096] = "";
   size_t got = 0;
   ssize_t n;
-  while (got < sizeof out - 1 && (n = read(fds[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)n;
+  while (got < size - 1 && (n = read(fds[0], out + got, size - 1 - got)) > 0) got += (size_t)n;
+  out[got] = 0;
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int debug_child(void) {
+  setenv("HETCCL_DEBUG", "verbose", 1);
+  int first = hetccl_log_level(), second = hetccl_log_level(); /* the second must not warn again */
+  return first == HETCCL_LOG_WARN && second == HETCCL_LOG_WARN ? 0 : 3;
+}
+
+/* A bad HETCCL_DEBUG is named once on stderr, and WARN stays in force. */
+static void case_debug_warns_once(void) {
+  char out[4096];
+  int ok = run_capturing_stderr(debug_child, out, sizeof out);
   const char *first = strstr(out, "HETCCL_DEBUG=verbose is not accepted");
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "HETCCL_DEBUG=verbose: level is not WARN");
+  CHECK(ok, "HETCCL_DEBUG=verbose: level is not WARN");
   CHECK(first && strstr(first, "one of NONE, OFF, WARN, INFO, TRACE") && !strstr(first + 1, "HETCCL_DEBUG=verbose"),
         "HETCCL_DEBUG=verbose: not named exactly once: '%s'", out);
+}
+
+static int unknown_names_child(void) {
+  setenv("HETCCL_SHM_NSLOTS", "4", 1);
+  setenv("HETCCL_SHM_NSLOT", "4", 1);
+  return hetccl_settings_check() == hetcclSuccess && hetccl_settings_check() == hetcclSuccess ? 0 : 3;
 }
 
 /* A misspelt HETCCL_* name is named once; a component's setting (shm's,
  * reached only through the transport registry) is not. */
 static void case_unknown_names(void) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    CHECK(0, "pipe failed");
-    return;
-  }
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 2);
-    close(fds[0]);
-    setenv("HETCCL_SHM_NSLOTS", "4", 1);
-    setenv("HETCCL_SHM_NSLOT", "4", 1);
-    _exit(hetccl_settings_check() == hetcclSuccess && hetccl_settings_check() == hetcclSuccess ? 0 : 3);
-  }
-  close(fds[1]);
-  char out[4096] = "";
-  size_t got = 0;
-  ssize_t n;
-  while (got < sizeof out - 1 && (n = read(fds[0], out + got, sizeof out - 1 - got)) > 0) got += (size_t)n;
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  char out[4096];
+  int ok = run_capturing_stderr(unknown_names_child, out, sizeof out);
   const char *first = strstr(out, "HETCCL_SHM_NSLOT is not a HetCCL setting");
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "settings check failed with HETCCL_SHM_NSLOTS=4");
+  CHECK(ok, "settings check failed with HETCCL_SHM_NSLOTS=4");
   CHECK(first && !strstr(first + 1, "HETCCL_SHM_NSLOT is not"), "misspelt name not named exactly once: '%s'", out);
   CHECK(!strstr(out, "HETCCL_SHM_NSLOTS is not"), "a component's setting was called unknown: '%s'", out);
 }
