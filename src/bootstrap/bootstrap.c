@@ -18,12 +18,12 @@
 hetcclResult_t hetccl_bootstrap_init(const hetcclUniqueId *id, int rank, int nranks, int64_t timeout_ms,
                                      hetccl_bootstrap **out) {
   hetcclResult_t rc = hetcclSuccess;
-  struct hcb_id in;
+  struct hetccl_hcb_id in;
   if (!id || !out) return hetccl_error(hetcclInvalidArgument, "bootstrap_init: null argument");
   *out = NULL;
   if (nranks < 1 || nranks > HCB_MAX_RANKS || rank < 0 || rank >= nranks)
     return hetccl_error(hetcclInvalidArgument, "bootstrap_init: rank %d of %d is out of range", rank, nranks);
-  HETCCL_TRY(hcb_id_decode(id, &in));
+  HETCCL_TRY(hetccl_hcb_id_decode(id, &in));
   if (in.nranks != 0 && in.nranks != (uint32_t)nranks)
     return hetccl_error(hetcclInvalidUsage, "bootstrap_init: the unique id is for %u ranks, not %d", in.nranks, nranks);
 
@@ -53,7 +53,7 @@ hetcclResult_t hetccl_bootstrap_init(const hetcclUniqueId *id, int rank, int nra
     rc = hetccl_error(hetcclSystemError, "bootstrap: eventfd failed");
     goto fail;
   }
-  HETCCL_CHECK(hcb_join_root(b, &in));
+  HETCCL_CHECK(hetccl_hcb_join_root(b, &in));
   memset(&in, 0, sizeof in);
   *out = b;
   return hetcclSuccess;
@@ -91,9 +91,9 @@ hetcclResult_t hetccl_bootstrap_send(hetccl_bootstrap *b, int peer, uint32_t tag
   HETCCL_TRY(op_begin(b));
   hetcclResult_t rc = check_peer(b, peer, buf, bytes);
   if (rc == hetcclSuccess) {
-    struct hcb_send_op s;
-    hcb_send_op_init(&s, peer, HCB_DATA_USER, tag, buf, bytes);
-    rc = hcb_progress(b, &s, NULL, hetccl_deadline_ms(b->timeout_ms));
+    struct hetccl_hcb_send_op s;
+    hetccl_hcb_send_op_init(&s, peer, HCB_DATA_USER, tag, buf, bytes);
+    rc = hetccl_hcb_progress(b, &s, NULL, hetccl_deadline_ms(b->timeout_ms));
   }
   return op_end(b, rc);
 }
@@ -102,9 +102,9 @@ hetcclResult_t hetccl_bootstrap_recv(hetccl_bootstrap *b, int peer, uint32_t tag
   HETCCL_TRY(op_begin(b));
   hetcclResult_t rc = check_peer(b, peer, buf, bytes);
   if (rc == hetcclSuccess) {
-    struct hcb_recv_op r;
-    hcb_recv_op_init(&r, peer, HCB_DATA_USER, tag, buf, bytes);
-    rc = hcb_progress(b, NULL, &r, hetccl_deadline_ms(b->timeout_ms));
+    struct hetccl_hcb_recv_op r;
+    hetccl_hcb_recv_op_init(&r, peer, HCB_DATA_USER, tag, buf, bytes);
+    rc = hetccl_hcb_progress(b, NULL, &r, hetccl_deadline_ms(b->timeout_ms));
   }
   return op_end(b, rc);
 }
@@ -127,11 +127,11 @@ hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t
   uint8_t *base = buf;
   for (int step = 0; rc == hetcclSuccess && step < n - 1; step++) {
     int send_slot = (me - step + n) % n, recv_slot = (me - step - 1 + n) % n;
-    struct hcb_send_op s;
-    struct hcb_recv_op r;
-    hcb_send_op_init(&s, (me + 1) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)send_slot * bytes, bytes);
-    hcb_recv_op_init(&r, (me - 1 + n) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)recv_slot * bytes, bytes);
-    rc = hcb_progress(b, &s, &r, deadline);
+    struct hetccl_hcb_send_op s;
+    struct hetccl_hcb_recv_op r;
+    hetccl_hcb_send_op_init(&s, (me + 1) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)send_slot * bytes, bytes);
+    hetccl_hcb_recv_op_init(&r, (me - 1 + n) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)recv_slot * bytes, bytes);
+    rc = hetccl_hcb_progress(b, &s, &r, deadline);
   }
   return op_end(b, rc);
 }
@@ -146,11 +146,11 @@ hetcclResult_t hetccl_bootstrap_barrier(hetccl_bootstrap *b) {
   uint32_t seq = b->coll_seq++;
   uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
   for (int dist = 1; rc == hetcclSuccess && dist < n; dist *= 2) {
-    struct hcb_send_op s;
-    struct hcb_recv_op r;
-    hcb_send_op_init(&s, (me + dist) % n, HCB_DATA_BARRIER, seq, NULL, 0);
-    hcb_recv_op_init(&r, (me - dist % n + n) % n, HCB_DATA_BARRIER, seq, NULL, 0);
-    rc = hcb_progress(b, &s, &r, deadline);
+    struct hetccl_hcb_send_op s;
+    struct hetccl_hcb_recv_op r;
+    hetccl_hcb_send_op_init(&s, (me + dist) % n, HCB_DATA_BARRIER, seq, NULL, 0);
+    hetccl_hcb_recv_op_init(&r, (me - dist % n + n) % n, HCB_DATA_BARRIER, seq, NULL, 0);
+    rc = hetccl_hcb_progress(b, &s, &r, deadline);
   }
   return op_end(b, rc);
 }
@@ -168,7 +168,7 @@ void hetccl_bootstrap_destroy(hetccl_bootstrap *b) {
   pthread_mutex_lock(&b->op_lock);
   pthread_mutex_unlock(&b->op_lock);
   pthread_mutex_destroy(&b->op_lock);
-  hcb_peers_free(b);
+  hetccl_hcb_peers_free(b);
   if (b->listen_fd >= 0) close(b->listen_fd);
   if (b->abort_fd >= 0) close(b->abort_fd);
   free(b->addrs);

@@ -26,23 +26,23 @@
 #include "util/hello.h"
 #include "util/sock.h"
 
-struct hcb_msg {
-  struct hcb_msg *next;
+struct hetccl_hcb_msg {
+  struct hetccl_hcb_msg *next;
   uint32_t kind, tag;
   size_t len, got; /* complete when got == len */
   uint8_t *data;
 };
 
-enum hcb_in_state { HCB_IN_NONE = 0, HCB_IN_OPEN, HCB_IN_CLOSED };
+enum hetccl_hcb_in_state { HCB_IN_NONE = 0, HCB_IN_OPEN, HCB_IN_CLOSED };
 
-struct hcb_peer {
+struct hetccl_hcb_peer {
   int out_fd; /* -1 until this rank first sends to the peer */
   int in_fd;  /* -1 until the peer's hello is verified, and again once it closed */
-  enum hcb_in_state in_state;
+  enum hetccl_hcb_in_state in_state;
   uint8_t head[HCB_DATA_HEAD_BYTES]; /* header of the message being read */
   size_t head_got;
-  struct hcb_msg *reading;           /* the message whose payload is being read */
-  struct hcb_msg *first, *last;      /* received, not yet taken */
+  struct hetccl_hcb_msg *reading;           /* the message whose payload is being read */
+  struct hetccl_hcb_msg *first, *last;      /* received, not yet taken */
 };
 
 struct hetccl_bootstrap {
@@ -55,7 +55,7 @@ struct hetccl_bootstrap {
   int abort_fd;          /* eventfd: destroy wakes a waiting operation */
   atomic_int aborted;
   pthread_mutex_t op_lock; /* held by an operation; destroy takes it before freeing */
-  struct hcb_peer *peers;
+  struct hetccl_hcb_peer *peers;
   struct hetccl_acceptor hellos; /* connections accepted on the listener, in their hello */
   struct pollfd *pfds;
   size_t cap_pfds;
@@ -63,7 +63,7 @@ struct hetccl_bootstrap {
 };
 
 /* One message to send: the 16-byte header then `len` bytes. */
-struct hcb_send_op {
+struct hetccl_hcb_send_op {
   int peer;
   uint8_t head[HCB_DATA_HEAD_BYTES];
   const uint8_t *data;
@@ -72,7 +72,7 @@ struct hcb_send_op {
 };
 
 /* One message to take from the peer's queue into buf. */
-struct hcb_recv_op {
+struct hetccl_hcb_recv_op {
   int peer;
   uint32_t kind, tag;
   void *buf;
@@ -80,20 +80,20 @@ struct hcb_recv_op {
   int done;
 };
 
-void hcb_send_op_init(struct hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len);
-void hcb_recv_op_init(struct hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len);
+void hetccl_hcb_send_op_init(struct hetccl_hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len);
+void hetccl_hcb_recv_op_init(struct hetccl_hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len);
 
 /* Runs a send, a receive or both concurrently until both are done or the
  * deadline passes, serving new connections and reading every open in_fd
  * meanwhile (so no pattern of large sends can deadlock on full buffers).
  * Either op may be NULL. Opens out_fd for the send's peer if needed. */
-hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r, uint64_t deadline);
+hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s, struct hetccl_hcb_recv_op *r, uint64_t deadline);
 
 /* Closes every connection and frees the queues (destroy's half for peers). */
-void hcb_peers_free(hetccl_bootstrap *b);
+void hetccl_hcb_peers_free(hetccl_bootstrap *b);
 
 /* Joins the root of `id` (rank side of the rendezvous); fills b->addrs. */
-struct hcb_id;
-hetcclResult_t hcb_join_root(hetccl_bootstrap *b, const struct hcb_id *id);
+struct hetccl_hcb_id;
+hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *id);
 
 #endif

@@ -19,44 +19,44 @@
  * bootstrap message or the other way round. */
 #define LABEL_TRANSPORT_KEY "hetccl transport key v1"
 
-void hcb_id_encode(const struct hcb_id *in, hetcclUniqueId *id) {
+void hetccl_hcb_id_encode(const struct hetccl_hcb_id *in, hetcclUniqueId *id) {
   uint8_t *p = (uint8_t *)id->internal;
   memset(p, 0, HETCCL_UNIQUE_ID_BYTES);
-  hcb_put32(p, HCB_ID_MAGIC);
-  hcb_put16(p + 4, HCB_ID_VERSION);
-  hcb_put_addr(p + ID_OFF_ADDR, &in->root);
-  hcb_put64(p + ID_OFF_TAG, in->tag);
+  hetccl_hcb_put32(p, HCB_ID_MAGIC);
+  hetccl_hcb_put16(p + 4, HCB_ID_VERSION);
+  hetccl_hcb_put_addr(p + ID_OFF_ADDR, &in->root);
+  hetccl_hcb_put64(p + ID_OFF_TAG, in->tag);
   memcpy(p + ID_OFF_SECRET, in->secret, HCB_SECRET_BYTES);
-  hcb_put32(p + ID_OFF_NRANKS, in->nranks);
+  hetccl_hcb_put32(p + ID_OFF_NRANKS, in->nranks);
 }
 
-hetcclResult_t hcb_id_decode(const hetcclUniqueId *id, struct hcb_id *out) {
+hetcclResult_t hetccl_hcb_id_decode(const hetcclUniqueId *id, struct hetccl_hcb_id *out) {
   const uint8_t *p = (const uint8_t *)id->internal;
-  if (hcb_get32(p) != HCB_ID_MAGIC)
-    return hetccl_error(hetcclInvalidArgument, "bootstrap: not a HetCCL unique id (bad magic 0x%08x)", hcb_get32(p));
-  if (hcb_get16(p + 4) != HCB_ID_VERSION)
+  if (hetccl_hcb_get32(p) != HCB_ID_MAGIC)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: not a HetCCL unique id (bad magic 0x%08x)", hetccl_hcb_get32(p));
+  if (hetccl_hcb_get16(p + 4) != HCB_ID_VERSION)
     return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id version %u, this library speaks %u",
-                        hcb_get16(p + 4), HCB_ID_VERSION);
+                        hetccl_hcb_get16(p + 4), HCB_ID_VERSION);
   memset(out, 0, sizeof *out);
-  if (!hcb_get_addr(p + ID_OFF_ADDR, &out->root))
+  if (!hetccl_hcb_get_addr(p + ID_OFF_ADDR, &out->root))
     return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id has no root address");
-  out->tag = hcb_get64(p + ID_OFF_TAG);
+  out->tag = hetccl_hcb_get64(p + ID_OFF_TAG);
   memcpy(out->secret, p + ID_OFF_SECRET, HCB_SECRET_BYTES);
-  out->nranks = hcb_get32(p + ID_OFF_NRANKS);
+  out->nranks = hetccl_hcb_get32(p + ID_OFF_NRANKS);
   return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id) {
-  struct hcb_id in;
+  struct hetccl_hcb_id in;
   memset(&in, 0, sizeof in);
   HETCCL_TRY(hetccl_random_bytes(in.secret, sizeof in.secret));
   HETCCL_TRY(hetccl_random_bytes(&in.tag, sizeof in.tag));
   HETCCL_TRY(hetccl_sock_local_addr(hetccl_params()->socket_ifname, &in.root));
   int fd = -1;
   HETCCL_TRY(hetccl_sock_listen(&in.root, &fd));
-  hetcclResult_t rc = hcb_root_start(fd, &in);
-  if (rc != hetcclSuccess) return rc; /* hcb_root_start closed fd */
-  hcb_id_encode(&in, id);
+  hetcclResult_t rc = hetccl_hcb_root_start(fd, &in);
+  if (rc != hetcclSuccess) return rc; /* hetccl_hcb_root_start closed fd */
+  hetccl_hcb_id_encode(&in, id);
   memset(&in, 0, sizeof in);
   return hetcclSuccess;
 }
@@ -72,5 +72,5 @@ void hetccl_bootstrap_secret(const hetcclUniqueId *id, uint8_t secret[16]) {
 }
 
 uint64_t hetccl_bootstrap_id_tag(const hetcclUniqueId *id) {
-  return hcb_get64((const uint8_t *)id->internal + ID_OFF_TAG);
+  return hetccl_hcb_get64((const uint8_t *)id->internal + ID_OFF_TAG);
 }

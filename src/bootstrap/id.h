@@ -19,26 +19,26 @@
 #define HCB_ID_MAGIC 0x48434944u /* "HCID" */
 #define HCB_ID_VERSION 1
 
-struct hcb_id {
+struct hetccl_hcb_id {
   union hetccl_sockaddr root; /* where the root listens */
   uint64_t tag;               /* names this id on the wire; random or derived from the secret */
   uint8_t secret[HCB_SECRET_BYTES];
   uint32_t nranks;            /* 0 when the id does not fix the size */
 };
 
-void hcb_id_encode(const struct hcb_id *in, hetcclUniqueId *id);
+void hetccl_hcb_id_encode(const struct hetccl_hcb_id *in, hetcclUniqueId *id);
 /* hetcclInvalidArgument when the bytes are not a HetCCL id of this version. */
-hetcclResult_t hcb_id_decode(const hetcclUniqueId *id, struct hcb_id *out);
+hetcclResult_t hetccl_hcb_id_decode(const hetcclUniqueId *id, struct hetccl_hcb_id *out);
 
 /* Starts the detached root thread over `listen_fd` (which it takes and closes).
  * It admits ranks proving `id`'s secret, hands out the peer table and exits;
  * it gives up at HETCCL_TIMEOUT_MS, or sooner at the timeout the ranks carry. */
-hetcclResult_t hcb_root_start(int listen_fd, const struct hcb_id *id);
+hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *id);
 #define HCB_ROOT_THREAD_NAME "hetccl-bs-root"
 
 /* When this process runs the root of the id tagged `tag`, waits (bounded)
  * until it has sent every rank its result and exited; else returns at once.
  * Called once the rendezvous is over. */
-void hcb_root_wait_finished(uint64_t tag);
+void hetccl_hcb_root_wait_finished(uint64_t tag);
 
 #endif

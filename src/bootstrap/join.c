@@ -55,7 +55,7 @@ static hetcclResult_t missing_ranks_error(hetccl_bootstrap *b, const char *where
   int shown = 0, missing = 0;
   for (int k = 0; k < b->nranks; k++) {
     union hetccl_sockaddr a;
-    if (hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &a)) continue;
+    if (hetccl_hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &a)) continue;
     missing++;
     if (shown < 16 && used < sizeof list) {
       used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", shown ? ", " : "", k);
@@ -82,10 +82,10 @@ static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "bootstrap rank %d: the root at %s closed the connection (this rank's proof of the secret "
                         "was refused: wrong unique id or secret?)", b->rank, where);
-  if (!hcb_preamble_ok(head, HCB_MSG_RESULT, b->tag))
+  if (!hetccl_hcb_preamble_ok(head, HCB_MSG_RESULT, b->tag))
     return hetccl_error(hetcclRemoteError, "bootstrap rank %d: malformed answer from the root at %s", b->rank, where);
-  uint32_t status = hcb_get32(head + 16), detail = hcb_get32(head + 20);
-  uint32_t root_nranks = hcb_get32(head + 24), arrived = hcb_get32(head + 28);
+  uint32_t status = hetccl_hcb_get32(head + 16), detail = hetccl_hcb_get32(head + 20);
+  uint32_t root_nranks = hetccl_hcb_get32(head + 24), arrived = hetccl_hcb_get32(head + 28);
   size_t entries_bytes = 0;
   if (status == HCB_RESULT_OK || status == HCB_RESULT_TIMEOUT) {
     if (root_nranks != (uint32_t)b->nranks)
@@ -101,7 +101,7 @@ static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where
   if (entries_bytes) HETCCL_CHECK(hetccl_sock_recv_all(fd, entries, entries_bytes, deadline));
   HETCCL_CHECK(hetccl_sock_recv_all(fd, mac, sizeof mac, deadline));
   hetccl_sha256(entries, entries_bytes, head + HCB_RESULT_HEAD_BYTES);
-  if (!hcb_mac_ok(b->secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) {
+  if (!hetccl_hcb_mac_ok(b->secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) {
     rc = hetccl_error(hetcclRemoteError,
                       "bootstrap rank %d: the root at %s did not prove the secret (an impostor, or another id's root)",
                       b->rank, where);
@@ -109,7 +109,7 @@ static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where
   }
   /* The rendezvous is over: if this process hosts the root, let it finish
    * telling the other ranks before this one goes on (or exits). */
-  if (status != HCB_RESULT_REJECTED) hcb_root_wait_finished(b->tag);
+  if (status != HCB_RESULT_REJECTED) hetccl_hcb_root_wait_finished(b->tag);
   if (status == HCB_RESULT_REJECTED) {
     rc = hetccl_error(hetcclInvalidUsage, "bootstrap rank %d of %d: the root at %s refused this rank: %s (its communicator has %u ranks)",
                       b->rank, b->nranks, where, reject_reason(detail), root_nranks);
@@ -120,7 +120,7 @@ static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where
     goto fail;
   }
   for (int k = 0; k < b->nranks; k++) {
-    if (!hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &b->addrs[k])) {
+    if (!hetccl_hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &b->addrs[k])) {
       rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table lacks rank %d", b->rank, k);
       goto fail;
     }
@@ -135,7 +135,7 @@ fail:
   return rc;
 }
 
-hetcclResult_t hcb_join_root(hetccl_bootstrap *b, const struct hcb_id *id) {
+hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *id) {
   hetcclResult_t rc = hetcclSuccess;
   char where[64];
   hetccl_sock_str(&id->root, where, sizeof where);
@@ -157,21 +157,21 @@ hetcclResult_t hcb_join_root(hetccl_bootstrap *b, const struct hcb_id *id) {
     rc = hetccl_error(rc, "bootstrap rank %d: no challenge from the root at %s", b->rank, where);
     goto fail;
   }
-  if (!hcb_preamble_ok(challenge, HCB_MSG_CHALLENGE, id->tag)) {
+  if (!hetccl_hcb_preamble_ok(challenge, HCB_MSG_CHALLENGE, id->tag)) {
     rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s is not the HetCCL root of this unique id", b->rank,
                       where);
     goto fail;
   }
 
   uint8_t join[HCB_JOIN_BYTES];
-  hcb_put_preamble(join, HCB_MSG_JOIN, id->tag);
-  hcb_put32(join + 16, (uint32_t)b->rank);
-  hcb_put32(join + 20, (uint32_t)b->nranks);
-  hcb_put64(join + 24, (uint64_t)(b->timeout_ms > 0 ? b->timeout_ms : 0));
-  hcb_put_addr(join + 32, &me);
+  hetccl_hcb_put_preamble(join, HCB_MSG_JOIN, id->tag);
+  hetccl_hcb_put32(join + 16, (uint32_t)b->rank);
+  hetccl_hcb_put32(join + 20, (uint32_t)b->nranks);
+  hetccl_hcb_put64(join + 24, (uint64_t)(b->timeout_ms > 0 ? b->timeout_ms : 0));
+  hetccl_hcb_put_addr(join + 32, &me);
   uint8_t *nonce = join + 32 + HCB_ADDR_BYTES;
   HETCCL_CHECK(hetccl_random_bytes(nonce, HCB_NONCE_BYTES));
-  if (!hcb_mac(b->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
+  if (!hetccl_hcb_mac(b->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
                join + HCB_JOIN_SIGNED_BYTES)) {
     rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory");
     goto fail;

@@ -132,7 +132,7 @@ static hetcclResult_t resolve(const char *host, long port, union hetccl_sockaddr
 
 /* secret = HMAC(key: the source's value; text: label, source name, host,
  * port and size), so ranks agree exactly when their environments do. */
-static hetcclResult_t derive_secret(const char *host, long port, int nranks, struct hcb_id *in) {
+static hetcclResult_t derive_secret(const char *host, long port, int nranks, struct hetccl_hcb_id *in) {
   const char *source = NULL, *value = NULL;
   for (size_t i = 0; i < sizeof secret_sources / sizeof secret_sources[0] && !value; i++) {
     source = secret_sources[i];
@@ -158,11 +158,11 @@ static hetcclResult_t derive_secret(const char *host, long port, int nranks, str
   hetccl_hmac_sha256(value, strlen(value), text, (size_t)len, in->secret);
   uint8_t tag[HETCCL_SHA256_BYTES];
   hetccl_hmac_sha256(in->secret, HCB_SECRET_BYTES, LABEL_ENV_TAG, strlen(LABEL_ENV_TAG), tag);
-  in->tag = hcb_get64(tag);
+  in->tag = hetccl_hcb_get64(tag);
   return hetcclSuccess;
 }
 
-static hetcclResult_t start_root(const struct hcb_id *in, const char *host, long port) {
+static hetcclResult_t start_root(const struct hetccl_hcb_id *in, const char *host, long port) {
   /* Bind every address of the family: MASTER_ADDR may name this host by any of its addresses. */
   union hetccl_sockaddr any;
   memset(&any, 0, sizeof any);
@@ -174,7 +174,7 @@ static hetcclResult_t start_root(const struct hcb_id *in, const char *host, long
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "bootstrap: rank 0 cannot listen on port %ld for the rendezvous at %s:%ld (is the port "
                         "free? it is HETCCL_BOOTSTRAP_ADDR's port, or MASTER_PORT + 1)", port, host, port);
-  return hcb_root_start(fd, in);
+  return hetccl_hcb_root_start(fd, in);
 }
 
 hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *nranks) {
@@ -182,7 +182,7 @@ hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *
   const char *who = NULL;
   char host[256];
   long port = 0;
-  struct hcb_id in;
+  struct hetccl_hcb_id in;
   memset(&in, 0, sizeof in);
   HETCCL_TRY(read_rank(rank, nranks, &who));
   HETCCL_TRY(read_addr(host, sizeof host, &port));
@@ -190,7 +190,7 @@ hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *
   HETCCL_TRY(derive_secret(host, port, *nranks, &in));
   in.nranks = (uint32_t)*nranks;
   if (*rank == 0) HETCCL_TRY(start_root(&in, host, port));
-  hcb_id_encode(&in, id);
+  hetccl_hcb_id_encode(&in, id);
   memset(&in, 0, sizeof in);
   HETCCL_INFO("bootstrap: rank %d of %d from %s, rendezvous at %s:%ld", *rank, *nranks, who, host, port);
   return hetcclSuccess;

@@ -22,17 +22,17 @@
 #define PEER_HANDSHAKE_MS 10000 /* an accepted connection must say hello within this */
 #define PEER_MAX_PENDING 1024
 
-void hcb_send_op_init(struct hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len) {
+void hetccl_hcb_send_op_init(struct hetccl_hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len) {
   s->peer = peer;
-  hcb_put32(s->head, kind);
-  hcb_put32(s->head + 4, tag);
-  hcb_put64(s->head + 8, (uint64_t)len);
+  hetccl_hcb_put32(s->head, kind);
+  hetccl_hcb_put32(s->head + 4, tag);
+  hetccl_hcb_put64(s->head + 8, (uint64_t)len);
   s->data = buf;
   s->len = len;
   s->done = 0;
 }
 
-void hcb_recv_op_init(struct hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len) {
+void hetccl_hcb_recv_op_init(struct hetccl_hcb_recv_op *r, int peer, uint32_t kind, uint32_t tag, void *buf, size_t len) {
   r->peer = peer;
   r->kind = kind;
   r->tag = tag;
@@ -52,15 +52,15 @@ static const char *kind_name(uint32_t kind) {
 
 /* ---- the per-peer message queue ---- */
 
-static void queue_append(struct hcb_peer *p, struct hcb_msg *m) {
+static void queue_append(struct hetccl_hcb_peer *p, struct hetccl_hcb_msg *m) {
   m->next = NULL;
   if (p->last) p->last->next = m;
   else p->first = m;
   p->last = m;
 }
 
-static void queue_unlink(struct hcb_peer *p, struct hcb_msg *m) {
-  struct hcb_msg **link = &p->first, *prev = NULL;
+static void queue_unlink(struct hetccl_hcb_peer *p, struct hetccl_hcb_msg *m) {
+  struct hetccl_hcb_msg **link = &p->first, *prev = NULL;
   while (*link && *link != m) {
     prev = *link;
     link = &(*link)->next;
@@ -70,8 +70,8 @@ static void queue_unlink(struct hcb_peer *p, struct hcb_msg *m) {
   if (p->last == m) p->last = prev;
 }
 
-static struct hcb_msg *msg_new(uint32_t kind, uint32_t tag, size_t len) {
-  struct hcb_msg *m = calloc(1, sizeof *m);
+static struct hetccl_hcb_msg *msg_new(uint32_t kind, uint32_t tag, size_t len) {
+  struct hetccl_hcb_msg *m = calloc(1, sizeof *m);
   if (!m) return NULL;
   m->kind = kind;
   m->tag = tag;
@@ -83,7 +83,7 @@ static struct hcb_msg *msg_new(uint32_t kind, uint32_t tag, size_t len) {
   return m;
 }
 
-static void msg_free(struct hcb_msg *m) {
+static void msg_free(struct hetccl_hcb_msg *m) {
   free(m->data);
   free(m);
 }
@@ -91,7 +91,7 @@ static void msg_free(struct hcb_msg *m) {
 /* ---- incoming connections ---- */
 
 static void close_in(hetccl_bootstrap *b, int peer, const char *why) {
-  struct hcb_peer *p = &b->peers[peer];
+  struct hetccl_hcb_peer *p = &b->peers[peer];
   if (why) HETCCL_WARN("bootstrap rank %d: connection from rank %d closed: %s", b->rank, peer, why);
   if (p->in_fd >= 0) close(p->in_fd);
   p->in_fd = -1;
@@ -107,7 +107,7 @@ static void close_in(hetccl_bootstrap *b, int peer, const char *why) {
 
 /* Reads whatever the peer's connection holds into its queue. */
 static void read_in(hetccl_bootstrap *b, int peer) {
-  struct hcb_peer *p = &b->peers[peer];
+  struct hetccl_hcb_peer *p = &b->peers[peer];
   while (p->in_fd >= 0) {
     uint8_t *dst;
     size_t want;
@@ -134,13 +134,13 @@ static void read_in(hetccl_bootstrap *b, int peer) {
     p->head_got += (size_t)n;
     if (p->head_got < HCB_DATA_HEAD_BYTES) continue;
     p->head_got = 0;
-    uint32_t kind = hcb_get32(p->head), tag = hcb_get32(p->head + 4);
-    uint64_t len = hcb_get64(p->head + 8);
+    uint32_t kind = hetccl_hcb_get32(p->head), tag = hetccl_hcb_get32(p->head + 4);
+    uint64_t len = hetccl_hcb_get64(p->head + 8);
     if (kind < HCB_DATA_USER || kind > HCB_DATA_BARRIER || len > (uint64_t)SIZE_MAX / 2) {
       close_in(b, peer, "malformed message header");
       return;
     }
-    struct hcb_msg *m = msg_new(kind, tag, (size_t)len);
+    struct hetccl_hcb_msg *m = msg_new(kind, tag, (size_t)len);
     if (!m) {
       close_in(b, peer, "out of memory for an incoming message");
       return;
@@ -153,13 +153,13 @@ static void read_in(hetccl_bootstrap *b, int peer) {
 /* A hello's checks before its sender gets a peer slot (wire.h's layout). */
 static const char *hello_prefix_problem(const uint8_t *h, void *arg) {
   const hetccl_bootstrap *b = arg;
-  return hcb_preamble_ok(h, HCB_MSG_HELLO, b->tag) ? NULL : "it is not a hello for this communicator";
+  return hetccl_hcb_preamble_ok(h, HCB_MSG_HELLO, b->tag) ? NULL : "it is not a hello for this communicator";
 }
 
 static const char *hello_problem(const uint8_t *h, void *arg) {
   const hetccl_bootstrap *b = arg;
-  uint32_t from = hcb_get32(h + 16), to = hcb_get32(h + 20), nranks = hcb_get32(h + 24);
-  if (!hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES))
+  uint32_t from = hetccl_hcb_get32(h + 16), to = hetccl_hcb_get32(h + 20), nranks = hetccl_hcb_get32(h + 24);
+  if (!hetccl_hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES))
     return "it failed the secret proof";
   if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank)
     return "its hello names another rank or communicator size";
@@ -188,8 +188,8 @@ static struct hetccl_hello_rules hello_rules(hetccl_bootstrap *b) {
 /* Reads connection i's hello; a good one becomes its sender's incoming connection. */
 static void read_hello(hetccl_bootstrap *b, const struct hetccl_hello_rules *rules, int i, uint64_t now) {
   if (hetccl_acceptor_read(&b->hellos, i, rules, now) != HETCCL_HELLO_GOOD) return;
-  uint32_t from = hcb_get32(b->hellos.conns[i].buf + 16);
-  struct hcb_peer *p = &b->peers[from]; /* from < nranks: hello_problem checked it */
+  uint32_t from = hetccl_hcb_get32(b->hellos.conns[i].buf + 16);
+  struct hetccl_hcb_peer *p = &b->peers[from]; /* from < nranks: hello_problem checked it */
   /* One connection per direction and pair: a second hello is a replay or a bug. */
   if (p->in_state != HCB_IN_NONE) {
     hetccl_acceptor_drop(&b->hellos, i, rules, "a second connection claims the same rank");
@@ -203,7 +203,7 @@ static void read_hello(hetccl_bootstrap *b, const struct hetccl_hello_rules *rul
 /* ---- outgoing connections ---- */
 
 static hetcclResult_t open_out(hetccl_bootstrap *b, int peer, uint64_t deadline) {
-  struct hcb_peer *p = &b->peers[peer];
+  struct hetccl_hcb_peer *p = &b->peers[peer];
   if (p->out_fd >= 0) return hetcclSuccess;
   char where[64];
   hetccl_sock_str(&b->addrs[peer], where, sizeof where);
@@ -215,13 +215,13 @@ static hetcclResult_t open_out(hetccl_bootstrap *b, int peer, uint64_t deadline)
     return hetccl_error(rc, "bootstrap rank %d: cannot connect to rank %d at %s (%s)", b->rank, peer, where, why);
   }
   uint8_t hello[HCB_HELLO_BYTES] = {0};
-  hcb_put_preamble(hello, HCB_MSG_HELLO, b->tag);
-  hcb_put32(hello + 16, (uint32_t)b->rank);
-  hcb_put32(hello + 20, (uint32_t)peer);
-  hcb_put32(hello + 24, (uint32_t)b->nranks);
+  hetccl_hcb_put_preamble(hello, HCB_MSG_HELLO, b->tag);
+  hetccl_hcb_put32(hello + 16, (uint32_t)b->rank);
+  hetccl_hcb_put32(hello + 20, (uint32_t)peer);
+  hetccl_hcb_put32(hello + 24, (uint32_t)b->nranks);
   rc = hetccl_random_bytes(hello + 32, HCB_NONCE_BYTES);
   if (rc == hetcclSuccess &&
-      !hcb_mac(b->secret, HCB_LABEL_HELLO, NULL, 0, hello, HCB_HELLO_SIGNED_BYTES, hello + HCB_HELLO_SIGNED_BYTES))
+      !hetccl_hcb_mac(b->secret, HCB_LABEL_HELLO, NULL, 0, hello, HCB_HELLO_SIGNED_BYTES, hello + HCB_HELLO_SIGNED_BYTES))
     rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory");
   if (rc == hetcclSuccess) rc = hetccl_sock_send_all(fd, hello, sizeof hello, deadline);
   if (rc != hetcclSuccess) {
@@ -233,7 +233,7 @@ static hetcclResult_t open_out(hetccl_bootstrap *b, int peer, uint64_t deadline)
 }
 
 /* Writes what the socket takes now. 1: finished; 0: would block; <0: error code negated. */
-static int try_send(hetccl_bootstrap *b, struct hcb_send_op *s) {
+static int try_send(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s) {
   int fd = b->peers[s->peer].out_fd;
   size_t total = HCB_DATA_HEAD_BYTES + s->len;
   while (s->done < total) {
@@ -262,9 +262,9 @@ static int try_send(hetccl_bootstrap *b, struct hcb_send_op *s) {
 
 /* Moves a finished message of the receive's (kind, tag) into its buffer.
  * 1: done; 0: not here yet; <0: error code negated. */
-static int try_take(hetccl_bootstrap *b, struct hcb_recv_op *r) {
-  struct hcb_peer *p = &b->peers[r->peer];
-  struct hcb_msg *m = p->first;
+static int try_take(hetccl_bootstrap *b, struct hetccl_hcb_recv_op *r) {
+  struct hetccl_hcb_peer *p = &b->peers[r->peer];
+  struct hetccl_hcb_msg *m = p->first;
   while (m && (m->kind != r->kind || m->tag != r->tag)) m = m->next;
   if (m && m->len != r->len)
     return -(int)hetccl_error(hetcclInvalidUsage,
@@ -284,8 +284,8 @@ static int try_take(hetccl_bootstrap *b, struct hcb_recv_op *r) {
   return 0;
 }
 
-static void self_send(hetccl_bootstrap *b, struct hcb_send_op *s, hetcclResult_t *rc) {
-  struct hcb_msg *m = msg_new(hcb_get32(s->head), hcb_get32(s->head + 4), s->len);
+static void self_send(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s, hetcclResult_t *rc) {
+  struct hetccl_hcb_msg *m = msg_new(hetccl_hcb_get32(s->head), hetccl_hcb_get32(s->head + 4), s->len);
   if (!m) {
     *rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory for a message to self");
     return;
@@ -305,7 +305,7 @@ static hetcclResult_t grow_pfds(hetccl_bootstrap *b, size_t need) {
   return hetcclSuccess;
 }
 
-static hetcclResult_t timed_out(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r) {
+static hetcclResult_t timed_out(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s, struct hetccl_hcb_recv_op *r) {
   if (r && !r->done) {
     const char *state = b->peers[r->peer].in_state == HCB_IN_NONE ? " (it has not connected to this rank)" : "";
     return hetccl_error(hetcclTimeout, "bootstrap rank %d: timed out after %" PRId64 " ms waiting for %s (tag %u, %zu bytes) from rank %d%s",
@@ -315,7 +315,7 @@ static hetcclResult_t timed_out(hetccl_bootstrap *b, struct hcb_send_op *s, stru
                       b->rank, b->timeout_ms, s->len, s->peer);
 }
 
-hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct hcb_recv_op *r, uint64_t deadline) {
+hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s, struct hetccl_hcb_recv_op *r, uint64_t deadline) {
   hetcclResult_t rc = hetcclSuccess;
   if (s && s->peer == b->rank) {
     self_send(b, s, &rc);
@@ -376,14 +376,14 @@ hetcclResult_t hcb_progress(hetccl_bootstrap *b, struct hcb_send_op *s, struct h
   }
 }
 
-void hcb_peers_free(hetccl_bootstrap *b) {
+void hetccl_hcb_peers_free(hetccl_bootstrap *b) {
   hetccl_acceptor_free(&b->hellos);
   if (!b->peers) return;
   for (int k = 0; k < b->nranks; k++) {
-    struct hcb_peer *p = &b->peers[k];
+    struct hetccl_hcb_peer *p = &b->peers[k];
     if (p->out_fd >= 0) close(p->out_fd);
     if (p->in_fd >= 0) close(p->in_fd);
-    for (struct hcb_msg *m = p->first, *next; m; m = next) {
+    for (struct hetccl_hcb_msg *m = p->first, *next; m; m = next) {
       next = m->next;
       msg_free(m);
     }

@@ -46,7 +46,7 @@ struct root {
   struct root *next; /* in g_roots while the thread runs */
   pid_t pid;         /* the process the thread runs in (a forked child has a copy, not the thread) */
   int listen_fd;
-  struct hcb_id id;
+  struct hetccl_hcb_id id;
   char where[64];
   uint64_t deadline;
   struct root_pending pending[ROOT_MAX_PENDING];
@@ -71,7 +71,7 @@ static int root_running(uint64_t tag) {
   return 0;
 }
 
-void hcb_root_wait_finished(uint64_t tag) {
+void hetccl_hcb_root_wait_finished(uint64_t tag) {
   /* The root is past its rendezvous, so only result sends remain, each bounded by ROOT_SEND_MS. */
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
@@ -120,13 +120,13 @@ static void send_result(struct root *r, int fd, const uint8_t nonce[HCB_NONCE_BY
                         uint32_t detail, const uint8_t *entries, size_t entries_bytes) {
   uint8_t head[HCB_RESULT_HEAD_BYTES + HETCCL_SHA256_BYTES];
   uint8_t mac[HCB_MAC_BYTES];
-  hcb_put_preamble(head, HCB_MSG_RESULT, r->id.tag);
-  hcb_put32(head + 16, status);
-  hcb_put32(head + 20, detail);
-  hcb_put32(head + 24, r->nranks);
-  hcb_put32(head + 28, r->arrived);
+  hetccl_hcb_put_preamble(head, HCB_MSG_RESULT, r->id.tag);
+  hetccl_hcb_put32(head + 16, status);
+  hetccl_hcb_put32(head + 20, detail);
+  hetccl_hcb_put32(head + 24, r->nranks);
+  hetccl_hcb_put32(head + 28, r->arrived);
   hetccl_sha256(entries, entries_bytes, head + HCB_RESULT_HEAD_BYTES);
-  if (!hcb_mac(r->id.secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) return;
+  if (!hetccl_hcb_mac(r->id.secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) return;
   uint64_t deadline = hetccl_now_ns() + ROOT_SEND_MS * 1000000ull;
   if (send_quiet(fd, head, HCB_RESULT_HEAD_BYTES, deadline) != 0 ||
       (entries_bytes && send_quiet(fd, entries, entries_bytes, deadline) != 0) ||
@@ -154,18 +154,18 @@ static int set_nranks(struct root *r, uint32_t nranks) {
 static void handle_join(struct root *r, int i) {
   struct root_pending *p = &r->pending[i];
   const uint8_t *b = p->buf;
-  uint32_t rank = hcb_get32(b + 16), nranks = hcb_get32(b + 20);
-  int64_t timeout_ms = (int64_t)hcb_get64(b + 24);
+  uint32_t rank = hetccl_hcb_get32(b + 16), nranks = hetccl_hcb_get32(b + 20);
+  int64_t timeout_ms = (int64_t)hetccl_hcb_get64(b + 24);
   const uint8_t *addr = b + 32, *nonce = b + 32 + HCB_ADDR_BYTES;
   const uint8_t *mac = b + HCB_JOIN_SIGNED_BYTES;
-  if (!hcb_mac_ok(r->id.secret, HCB_LABEL_JOIN, p->challenge, HCB_NONCE_BYTES, b, HCB_JOIN_SIGNED_BYTES, mac)) {
+  if (!hetccl_hcb_mac_ok(r->id.secret, HCB_LABEL_JOIN, p->challenge, HCB_NONCE_BYTES, b, HCB_JOIN_SIGNED_BYTES, mac)) {
     drop_pending(r, i, "it failed the secret proof (wrong unique id or secret)");
     return;
   }
   /* From here the peer holds the secret: it is a misconfigured rank, not an
    * attacker, so it is told why it is turned away. */
   union hetccl_sockaddr a;
-  if (!hcb_get_addr(addr, &a)) {
+  if (!hetccl_hcb_get_addr(addr, &a)) {
     drop_pending(r, i, "its join carries no address");
     return;
   }
@@ -214,7 +214,7 @@ static void read_pending(struct root *r, int i) {
   size_t before = p->got;
   p->got += (size_t)n;
   if (before < HCB_PREAMBLE_BYTES && p->got >= HCB_PREAMBLE_BYTES &&
-      !hcb_preamble_ok(p->buf, HCB_MSG_JOIN, r->id.tag)) {
+      !hetccl_hcb_preamble_ok(p->buf, HCB_MSG_JOIN, r->id.tag)) {
     drop_pending(r, i, "it sent something that is not a join for this unique id");
     return;
   }
@@ -236,7 +236,7 @@ static void accept_all(struct root *r) {
       close(fd);
       continue;
     }
-    hcb_put_preamble(msg, HCB_MSG_CHALLENGE, r->id.tag);
+    hetccl_hcb_put_preamble(msg, HCB_MSG_CHALLENGE, r->id.tag);
     memcpy(msg + HCB_PREAMBLE_BYTES, p->challenge, HCB_NONCE_BYTES);
     /* A fresh socket's buffer always takes 48 bytes; anything less means it is already broken. */
     if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof msg) {
@@ -356,7 +356,7 @@ static void atfork_child(void) {
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static void install_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
-hetcclResult_t hcb_root_start(int listen_fd, const struct hcb_id *id) {
+hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *id) {
   struct root *r = calloc(1, sizeof *r);
   if (!r) goto fail;
   r->listen_fd = listen_fd;

@@ -18,20 +18,20 @@
 #define HCB_MAGIC 0x48434231u /* "HCB1": every handshake message starts with it */
 #define HCB_VERSION 1
 
-enum hcb_msg_type {
+enum hetccl_hcb_msg_type {
   HCB_MSG_CHALLENGE = 1, /* root -> rank */
   HCB_MSG_JOIN = 2,      /* rank -> root */
   HCB_MSG_RESULT = 3,    /* root -> rank */
   HCB_MSG_HELLO = 4,     /* rank -> rank, first bytes of a peer connection */
 };
 
-enum hcb_result_status {
+enum hetccl_hcb_result_status {
   HCB_RESULT_OK = 0,       /* the peer table follows */
   HCB_RESULT_TIMEOUT = 1,  /* the partial table follows: family 0 marks a missing rank */
   HCB_RESULT_REJECTED = 2, /* no table; `detail` says why */
 };
 
-enum hcb_reject_reason {
+enum hetccl_hcb_reject_reason {
   HCB_REJECT_DUPLICATE_RANK = 1,
   HCB_REJECT_NRANKS_MISMATCH = 2,
   HCB_REJECT_RANK_RANGE = 3,
@@ -39,7 +39,7 @@ enum hcb_reject_reason {
 
 /* Data message kinds on peer connections: user messages and the bootstrap's
  * own collectives never match each other whatever their tags. */
-enum hcb_data_kind { HCB_DATA_USER = 1, HCB_DATA_ALLGATHER = 2, HCB_DATA_BARRIER = 3 };
+enum hetccl_hcb_data_kind { HCB_DATA_USER = 1, HCB_DATA_ALLGATHER = 2, HCB_DATA_BARRIER = 3 };
 
 #define HCB_NONCE_BYTES 32
 #define HCB_SECRET_BYTES 32
@@ -64,54 +64,54 @@ enum hcb_data_kind { HCB_DATA_USER = 1, HCB_DATA_ALLGATHER = 2, HCB_DATA_BARRIER
 /* Largest communicator the bootstrap accepts (bounds what a join may make the root allocate). */
 #define HCB_MAX_RANKS (1 << 20)
 
-static inline void hcb_put16(uint8_t *p, uint16_t v) {
+static inline void hetccl_hcb_put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)(v >> 8);
   p[1] = (uint8_t)v;
 }
-static inline void hcb_put32(uint8_t *p, uint32_t v) {
+static inline void hetccl_hcb_put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
 }
-static inline void hcb_put64(uint8_t *p, uint64_t v) {
+static inline void hetccl_hcb_put64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
 }
-static inline uint16_t hcb_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t hcb_get32(const uint8_t *p) {
+static inline uint16_t hetccl_hcb_get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t hetccl_hcb_get32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static inline uint64_t hcb_get64(const uint8_t *p) { return (uint64_t)hcb_get32(p) << 32 | hcb_get32(p + 4); }
+static inline uint64_t hetccl_hcb_get64(const uint8_t *p) { return (uint64_t)hetccl_hcb_get32(p) << 32 | hetccl_hcb_get32(p + 4); }
 
-static inline void hcb_put_preamble(uint8_t *p, uint16_t type, uint64_t id_tag) {
-  hcb_put32(p, HCB_MAGIC);
-  hcb_put16(p + 4, HCB_VERSION);
-  hcb_put16(p + 6, type);
-  hcb_put64(p + 8, id_tag);
+static inline void hetccl_hcb_put_preamble(uint8_t *p, uint16_t type, uint64_t id_tag) {
+  hetccl_hcb_put32(p, HCB_MAGIC);
+  hetccl_hcb_put16(p + 4, HCB_VERSION);
+  hetccl_hcb_put16(p + 6, type);
+  hetccl_hcb_put64(p + 8, id_tag);
 }
 
 /* 1 when the preamble has our magic, version, `type` and `id_tag`. */
-static inline int hcb_preamble_ok(const uint8_t *p, uint16_t type, uint64_t id_tag) {
-  return hcb_get32(p) == HCB_MAGIC && hcb_get16(p + 4) == HCB_VERSION && hcb_get16(p + 6) == type &&
-         hcb_get64(p + 8) == id_tag;
+static inline int hetccl_hcb_preamble_ok(const uint8_t *p, uint16_t type, uint64_t id_tag) {
+  return hetccl_hcb_get32(p) == HCB_MAGIC && hetccl_hcb_get16(p + 4) == HCB_VERSION && hetccl_hcb_get16(p + 6) == type &&
+         hetccl_hcb_get64(p + 8) == id_tag;
 }
 
 /* Address: family u16 (0 none, 4 IPv4, 6 IPv6), port u16, IPv6 scope u32, 16 address bytes. */
-static inline void hcb_put_addr(uint8_t *p, const union hetccl_sockaddr *a) {
+static inline void hetccl_hcb_put_addr(uint8_t *p, const union hetccl_sockaddr *a) {
   memset(p, 0, HCB_ADDR_BYTES);
   if (a->sa.sa_family == AF_INET) {
-    hcb_put16(p, 4);
+    hetccl_hcb_put16(p, 4);
     memcpy(p + 2, &a->sin.sin_port, 2); /* already network order */
     memcpy(p + 8, &a->sin.sin_addr, 4);
   } else if (a->sa.sa_family == AF_INET6) {
-    hcb_put16(p, 6);
+    hetccl_hcb_put16(p, 6);
     memcpy(p + 2, &a->sin6.sin6_port, 2);
-    hcb_put32(p + 4, a->sin6.sin6_scope_id);
+    hetccl_hcb_put32(p + 4, a->sin6.sin6_scope_id);
     memcpy(p + 8, &a->sin6.sin6_addr, 16);
   }
 }
 
 /* 1 when `p` holds an address (family 4 or 6). */
-static inline int hcb_get_addr(const uint8_t *p, union hetccl_sockaddr *a) {
+static inline int hetccl_hcb_get_addr(const uint8_t *p, union hetccl_sockaddr *a) {
   memset(a, 0, sizeof *a);
-  uint16_t fam = hcb_get16(p);
+  uint16_t fam = hetccl_hcb_get16(p);
   if (fam == 4) {
     a->sin.sin_family = AF_INET;
     memcpy(&a->sin.sin_port, p + 2, 2);
@@ -121,7 +121,7 @@ static inline int hcb_get_addr(const uint8_t *p, union hetccl_sockaddr *a) {
   if (fam == 6) {
     a->sin6.sin6_family = AF_INET6;
     memcpy(&a->sin6.sin6_port, p + 2, 2);
-    a->sin6.sin6_scope_id = hcb_get32(p + 4);
+    a->sin6.sin6_scope_id = hetccl_hcb_get32(p + 4);
     memcpy(&a->sin6.sin6_addr, p + 8, 16);
     return 1;
   }
@@ -130,7 +130,7 @@ static inline int hcb_get_addr(const uint8_t *p, union hetccl_sockaddr *a) {
 
 /* HMAC-SHA-256 over label || a || b with the id's secret. Returns 0 only when
  * memory for a large text (a big result table) could not be had. */
-static inline int hcb_mac(const uint8_t secret[HCB_SECRET_BYTES], const char *label, const void *a, size_t alen,
+static inline int hetccl_hcb_mac(const uint8_t secret[HCB_SECRET_BYTES], const char *label, const void *a, size_t alen,
                           const void *b, size_t blen, uint8_t out[HCB_MAC_BYTES]) {
   uint8_t text[64 + HCB_NONCE_BYTES + HCB_JOIN_BYTES];
   size_t llen = strlen(label);
@@ -146,10 +146,10 @@ static inline int hcb_mac(const uint8_t secret[HCB_SECRET_BYTES], const char *la
 }
 
 /* 1 when `mac` is the MAC of label || a || b; fails closed. */
-static inline int hcb_mac_ok(const uint8_t secret[HCB_SECRET_BYTES], const char *label, const void *a,
+static inline int hetccl_hcb_mac_ok(const uint8_t secret[HCB_SECRET_BYTES], const char *label, const void *a,
                              size_t alen, const void *b, size_t blen, const uint8_t mac[HCB_MAC_BYTES]) {
   uint8_t want[HCB_MAC_BYTES];
-  if (!hcb_mac(secret, label, a, alen, b, blen, want)) return 0;
+  if (!hetccl_hcb_mac(secret, label, a, alen, b, blen, want)) return 0;
   return hetccl_bytes_equal(want, mac, HCB_MAC_BYTES);
 }
 

@@ -393,10 +393,10 @@ static void intruders_proc(int p, int n, void *arg) {
   hetcclUniqueId id = g_sh->id;
   int rank = 1, nranks = 3;
   if (p == 3) {
-    struct hcb_id in;
-    CHECK(hcb_id_decode(&id, &in) == hetcclSuccess, "decode id");
+    struct hetccl_hcb_id in;
+    CHECK(hetccl_hcb_id_decode(&id, &in) == hetcclSuccess, "decode id");
     in.secret[5] ^= 0x40;
-    hcb_id_encode(&in, &id);
+    hetccl_hcb_id_encode(&in, &id);
   } else if (p == 4) {
     rank = 2;
   } else {
@@ -425,7 +425,7 @@ static void intruders_proc(int p, int n, void *arg) {
 static void impostor_root_proc(int p, int n, void *arg) {
   (void)n, (void)arg;
   if (p == 0) {
-    struct hcb_id in;
+    struct hetccl_hcb_id in;
     memset(&in, 0, sizeof in);
     in.root.sin.sin_family = AF_INET;
     in.root.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -433,7 +433,7 @@ static void impostor_root_proc(int p, int n, void *arg) {
     CHECK(hetccl_sock_listen(&in.root, &lfd) == hetcclSuccess, "impostor listen");
     fill(in.secret, sizeof in.secret, 12000, 1);
     in.tag = 0x1234567890abcdefull;
-    hcb_id_encode(&in, &g_sh->id);
+    hetccl_hcb_id_encode(&in, &g_sh->id);
     set_flag(&g_sh->id_ready);
     uint64_t deadline = hetccl_deadline_ms(10000);
     if (hetccl_sock_accept(lfd, deadline, &fd) != hetcclSuccess) {
@@ -442,15 +442,15 @@ static void impostor_root_proc(int p, int n, void *arg) {
     }
     uint8_t challenge[HCB_CHALLENGE_BYTES], join[HCB_JOIN_BYTES];
     uint8_t result[HCB_RESULT_HEAD_BYTES + HCB_ADDR_BYTES + HCB_MAC_BYTES];
-    hcb_put_preamble(challenge, HCB_MSG_CHALLENGE, in.tag);
+    hetccl_hcb_put_preamble(challenge, HCB_MSG_CHALLENGE, in.tag);
     fill(challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, 12000, 2);
     CHECK(hetccl_sock_send_all(fd, challenge, sizeof challenge, deadline) == hetcclSuccess, "impostor challenge");
     CHECK(hetccl_sock_recv_all(fd, join, sizeof join, deadline) == hetcclSuccess, "impostor reads the join");
-    hcb_put_preamble(result, HCB_MSG_RESULT, in.tag);
-    hcb_put32(result + 16, HCB_RESULT_OK);
-    hcb_put32(result + 20, 0);
-    hcb_put32(result + 24, 1);
-    hcb_put32(result + 28, 1);
+    hetccl_hcb_put_preamble(result, HCB_MSG_RESULT, in.tag);
+    hetccl_hcb_put32(result + 16, HCB_RESULT_OK);
+    hetccl_hcb_put32(result + 20, 0);
+    hetccl_hcb_put32(result + 24, 1);
+    hetccl_hcb_put32(result + 28, 1);
     memcpy(result + HCB_RESULT_HEAD_BYTES, join + 32, HCB_ADDR_BYTES);
     fill(result + HCB_RESULT_HEAD_BYTES + HCB_ADDR_BYTES, HCB_MAC_BYTES, 12000, 3);
     CHECK(hetccl_sock_send_all(fd, result, sizeof result, deadline) == hetcclSuccess, "impostor result");
@@ -491,25 +491,25 @@ static void attack(const union hetccl_sockaddr *a, uint64_t tag, int fds[4], int
   fds[2] = raw_connect(a);
   uint8_t msg[HCB_JOIN_BYTES];
   memcpy(msg, junk, sizeof msg);
-  hcb_put_preamble(msg, (uint16_t)msg_type, tag);
+  hetccl_hcb_put_preamble(msg, (uint16_t)msg_type, tag);
   if (fds[2] >= 0) CHECK(send(fds[2], msg, 20, MSG_NOSIGNAL) == 20, "stall send"); /* then nothing */
   /* The forged message names a real rank that has not arrived yet, with
    * plausible fields; only the MAC is wrong. */
   if (msg_type == HCB_MSG_JOIN) {
-    hcb_put32(msg + 16, 1);
-    hcb_put32(msg + 20, (uint32_t)forged_nranks);
-    hcb_put64(msg + 24, 1000);
+    hetccl_hcb_put32(msg + 16, 1);
+    hetccl_hcb_put32(msg + 20, (uint32_t)forged_nranks);
+    hetccl_hcb_put64(msg + 24, 1000);
     union hetccl_sockaddr lo;
     memset(&lo, 0, sizeof lo);
     lo.sin.sin_family = AF_INET;
     lo.sin.sin_port = htons(1);
     lo.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    hcb_put_addr(msg + 32, &lo);
+    hetccl_hcb_put_addr(msg + 32, &lo);
   } else {
-    hcb_put32(msg + 16, (uint32_t)forged_nranks - 1);
-    hcb_put32(msg + 20, 0);
-    hcb_put32(msg + 24, (uint32_t)forged_nranks);
-    hcb_put32(msg + 28, 0);
+    hetccl_hcb_put32(msg + 16, (uint32_t)forged_nranks - 1);
+    hetccl_hcb_put32(msg + 20, 0);
+    hetccl_hcb_put32(msg + 24, (uint32_t)forged_nranks);
+    hetccl_hcb_put32(msg + 28, 0);
   }
   fds[3] = raw_connect(a);
   size_t whole = msg_type == HCB_MSG_JOIN ? HCB_JOIN_BYTES : HCB_HELLO_BYTES;
@@ -522,8 +522,8 @@ static void garbage_proc(int p, int n, void *arg) {
   int nranks = n - 1;
   if (p == nranks) { /* the attacker */
     if (!wait_flag(&g_sh->id_ready, 10000)) return;
-    struct hcb_id in;
-    CHECK(hcb_id_decode(&g_sh->id, &in) == hetcclSuccess, "decode id");
+    struct hetccl_hcb_id in;
+    CHECK(hetccl_hcb_id_decode(&g_sh->id, &in) == hetcclSuccess, "decode id");
     int root_fds[4], peer_fds[4];
     attack(&in.root, in.tag, root_fds, HCB_MSG_JOIN, nranks);
     set_flag(&g_sh->flags[MAX_PROCS - 1]);
@@ -807,8 +807,8 @@ static void ids_proc(int rank, int n, void *arg) {
   hetccl_bootstrap_secret(&a, ka2);
   hetccl_bootstrap_secret(&b, kb);
   CHECK(!memcmp(ka, ka2, 16) && memcmp(ka, kb, 16), "transport keys: stable per id, distinct across ids");
-  struct hcb_id in;
-  CHECK(hcb_id_decode(&a, &in) == hetcclSuccess && in.tag == hetccl_bootstrap_id_tag(&a), "decode round trip");
+  struct hetccl_hcb_id in;
+  CHECK(hetccl_hcb_id_decode(&a, &in) == hetcclSuccess && in.tag == hetccl_bootstrap_id_tag(&a), "decode round trip");
   CHECK(memcmp(ka, in.secret, 16) != 0, "the transport key is derived, not the raw secret");
   hetcclUniqueId zero;
   memset(&zero, 0, sizeof zero);

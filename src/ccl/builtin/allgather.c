@@ -16,14 +16,14 @@ struct ag_direct_ctx {
   size_t bytes;
 };
 
-static void ag_direct_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void ag_direct_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct ag_direct_ctx *c = f->ctx;
   (void)i;
   it->bytes = c->bytes;
   it->buf = ch->send ? (void *)c->src : c->out + (size_t)ch->peer * c->bytes;
 }
 
-hetcclResult_t eng_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   int n = vc->nranks, r = vc->rank;
   size_t ts = hetccl_type_size(op->dtype);
   size_t bytes = op->count * ts;
@@ -34,15 +34,15 @@ hetcclResult_t eng_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op
   if (n == 1) return hetcclSuccess;
   if (bytes * (size_t)n < vc->small_bytes) {
     struct ag_direct_ctx c = {.src = own, .out = out, .bytes = bytes};
-    struct eng_flow f;
-    eng_flow_init(&f, vc, "AllGather", op, ag_direct_describe, &c);
+    struct hetccl_eng_flow f;
+    hetccl_eng_flow_init(&f, vc, "AllGather", op, ag_direct_describe, &c);
     for (int j = 0; j < n; j++) {
       if (j == r) continue;
-      eng_chan_add(&f, j, 1, 1, j);
-      eng_chan_add(&f, j, 0, 1, j);
+      hetccl_eng_chan_add(&f, j, 1, 1, j);
+      hetccl_eng_chan_add(&f, j, 0, 1, j);
     }
-    return eng_flow_run(&f);
+    return hetccl_eng_flow_run(&f);
   }
-  struct eng_ring_args a = {.op = op, .count = op->count * (size_t)n, .rs = 0, .ag = 1, .out = out, .own_src = own};
-  return eng_ring(vc, "AllGather", &a);
+  struct hetccl_eng_ring_args a = {.op = op, .count = op->count * (size_t)n, .rs = 0, .ag = 1, .out = out, .own_src = own};
+  return hetccl_eng_ring(vc, "AllGather", &a);
 }

@@ -11,24 +11,24 @@
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
 
-hetcclResult_t eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   size_t ts = hetccl_type_size(op->dtype);
   size_t bytes = op->count * ts;
   if (op->count == 0) return hetcclSuccess;
   if (vc->nranks == 1) {
-    eng_local_reduce(op);
+    hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
   if (bytes < vc->small_bytes) {
-    struct eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = 0,
+    struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = 0,
                                 .out = op->recvbuff};
-    return eng_direct_reduce(vc, "AllReduce", &d);
+    return hetccl_eng_direct_reduce(vc, "AllReduce", &d);
   }
-  struct eng_parts g;
-  eng_parts_init(&g, op->count, vc->nranks, 1);
+  struct hetccl_eng_parts g;
+  hetccl_eng_parts_init(&g, op->count, vc->nranks, 1);
   char *out = op->recvbuff;
-  char *own = out + eng_part_off(&g, vc->rank) * ts;
-  struct eng_ring_args a = {.op = op, .count = op->count, .rs = 1, .ag = 1, .in = op->sendbuff, .acc = out,
+  char *own = out + hetccl_eng_part_off(&g, vc->rank) * ts;
+  struct hetccl_eng_ring_args a = {.op = op, .count = op->count, .rs = 1, .ag = 1, .in = op->sendbuff, .acc = out,
                             .own_out = own, .out = out, .own_src = own};
-  return eng_ring(vc, "AllReduce", &a);
+  return hetccl_eng_ring(vc, "AllReduce", &a);
 }

@@ -17,7 +17,7 @@ struct a2a_ctx {
   const struct hetccl_op *op;
 };
 
-static void a2a_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void a2a_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct a2a_ctx *c = f->ctx;
   size_t j = (size_t)ch->peer;
   (void)i;
@@ -25,7 +25,7 @@ static void a2a_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t
   it->buf = ch->send ? (void *)(c->send + j * it->bytes) : c->recv + j * it->bytes;
 }
 
-static void a2av_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void a2av_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct a2a_ctx *c = f->ctx;
   const struct hetccl_op *op = c->op;
   int j = ch->peer;
@@ -40,18 +40,18 @@ static void a2av_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_
 }
 
 static hetcclResult_t all_pairs(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
-                                eng_describe_fn describe, struct a2a_ctx *c) {
-  struct eng_flow f;
-  eng_flow_init(&f, vc, what, op, describe, c);
+                                hetccl_eng_describe_fn describe, struct a2a_ctx *c) {
+  struct hetccl_eng_flow f;
+  hetccl_eng_flow_init(&f, vc, what, op, describe, c);
   for (int j = 0; j < vc->nranks; j++) {
     if (j == vc->rank) continue;
-    eng_chan_add(&f, j, 1, 1, j);
-    eng_chan_add(&f, j, 0, 1, j);
+    hetccl_eng_chan_add(&f, j, 1, 1, j);
+    hetccl_eng_chan_add(&f, j, 0, 1, j);
   }
-  return eng_flow_run(&f);
+  return hetccl_eng_flow_run(&f);
 }
 
-hetcclResult_t eng_alltoall(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_alltoall(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   struct a2a_ctx c = {.send = op->sendbuff, .recv = op->recvbuff, .ts = hetccl_type_size(op->dtype),
                       .count = op->count, .op = op};
   size_t bytes = c.count * c.ts, own = (size_t)vc->rank * bytes;
@@ -60,7 +60,7 @@ hetcclResult_t eng_alltoall(struct hetccl_vcomm *vc, const struct hetccl_op *op)
   return all_pairs(vc, "AlltoAll", op, a2a_describe, &c);
 }
 
-hetcclResult_t eng_alltoallv(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_alltoallv(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   struct a2a_ctx c = {.send = op->sendbuff, .recv = op->recvbuff, .ts = hetccl_type_size(op->dtype), .op = op};
   int r = vc->rank;
   if (op->sendcounts[r] != op->recvcounts[r]) {

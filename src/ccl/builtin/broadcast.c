@@ -19,26 +19,26 @@ struct bcast_ctx {
   int recv_chan;           /* chain: index of the receive channel, -1 at the root */
 };
 
-static void bcast_direct_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void bcast_direct_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct bcast_ctx *c = f->ctx;
   (void)i;
   it->bytes = c->bytes;
   it->buf = ch->send ? (void *)c->src : c->dst;
 }
 
-static void bcast_chain_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t k, struct eng_item *it) {
+static void bcast_chain_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t k, struct hetccl_eng_item *it) {
   struct bcast_ctx *c = f->ctx;
   size_t off = (size_t)k * c->chunk;
   it->bytes = c->bytes - off < c->chunk ? c->bytes - off : c->chunk;
   if (ch->send) {
     it->buf = (void *)(c->src + off);
-    if (c->recv_chan >= 0) eng_item_dep(it, c->recv_chan, k + 1); /* forward once arrived */
+    if (c->recv_chan >= 0) hetccl_eng_item_dep(it, c->recv_chan, k + 1); /* forward once arrived */
   } else {
     it->buf = c->dst + off;
   }
 }
 
-hetcclResult_t eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   int n = vc->nranks, r = vc->rank, root = op->root;
   size_t bytes = op->count * hetccl_type_size(op->dtype);
   if (op->count == 0) return hetcclSuccess;
@@ -46,21 +46,21 @@ hetcclResult_t eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op
   if (n == 1) return hetcclSuccess;
   struct bcast_ctx c = {.src = r == root ? op->sendbuff : op->recvbuff, .dst = op->recvbuff, .bytes = bytes,
                         .chunk = vc->chunk_bytes, .recv_chan = -1};
-  struct eng_flow f;
+  struct hetccl_eng_flow f;
   if (bytes < vc->small_bytes) {
-    eng_flow_init(&f, vc, "Broadcast", op, bcast_direct_describe, &c);
+    hetccl_eng_flow_init(&f, vc, "Broadcast", op, bcast_direct_describe, &c);
     if (r == root) {
       for (int j = 0; j < n; j++)
-        if (j != root) eng_chan_add(&f, j, 1, 1, j);
+        if (j != root) hetccl_eng_chan_add(&f, j, 1, 1, j);
     } else {
-      eng_chan_add(&f, root, 0, 1, root);
+      hetccl_eng_chan_add(&f, root, 0, 1, root);
     }
-    return eng_flow_run(&f);
+    return hetccl_eng_flow_run(&f);
   }
-  int pos = eng_mod(r - root, n);
+  int pos = hetccl_eng_mod(r - root, n);
   uint64_t chunks = (bytes + c.chunk - 1) / c.chunk;
-  eng_flow_init(&f, vc, "Broadcast", op, bcast_chain_describe, &c);
-  if (pos < n - 1) eng_chan_add(&f, eng_mod(r + 1, n), 1, chunks, CHAIN_SEND);
-  if (pos > 0) c.recv_chan = eng_chan_add(&f, eng_mod(r - 1, n), 0, chunks, 0);
-  return eng_flow_run(&f);
+  hetccl_eng_flow_init(&f, vc, "Broadcast", op, bcast_chain_describe, &c);
+  if (pos < n - 1) hetccl_eng_chan_add(&f, hetccl_eng_mod(r + 1, n), 1, chunks, CHAIN_SEND);
+  if (pos > 0) c.recv_chan = hetccl_eng_chan_add(&f, hetccl_eng_mod(r - 1, n), 0, chunks, 0);
+  return hetccl_eng_flow_run(&f);
 }

@@ -12,16 +12,16 @@
 #include "ccl/builtin/engine.h"
 
 struct direct_ctx {
-  const struct eng_direct_args *a;
+  const struct hetccl_eng_direct_args *a;
   size_t bytes;            /* of one contribution */
   char *slots;             /* n contributions; slot `rank` is the own one */
   char *sendprep;          /* per-destination scaled inputs (ReduceScatter with premul), else NULL */
   int rank;
 };
 
-static void direct_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void direct_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct direct_ctx *c = f->ctx;
-  const struct eng_direct_args *a = c->a;
+  const struct hetccl_eng_direct_args *a = c->a;
   size_t j = (size_t)ch->peer;
   (void)i;
   it->bytes = c->bytes;
@@ -38,28 +38,28 @@ static void direct_describe(struct eng_flow *f, const struct eng_chan *ch, uint6
   }
 }
 
-hetcclResult_t eng_direct_reduce(struct hetccl_vcomm *vc, const char *what, const struct eng_direct_args *a) {
+hetcclResult_t hetccl_eng_direct_reduce(struct hetccl_vcomm *vc, const char *what, const struct hetccl_eng_direct_args *a) {
   const struct hetccl_op *op = a->op;
   int n = vc->nranks, r = vc->rank;
   size_t ts = hetccl_type_size(op->dtype);
   struct direct_ctx c = {.a = a, .bytes = a->count * ts, .rank = r};
   int need_prep = a->in_stride != 0 && op->redop.premul;
   void *scratch;
-  HETCCL_TRY(eng_scratch(vc, c.bytes * (size_t)n * (need_prep ? 2 : 1), &scratch));
+  HETCCL_TRY(hetccl_eng_scratch(vc, c.bytes * (size_t)n * (need_prep ? 2 : 1), &scratch));
   c.slots = scratch;
   c.sendprep = need_prep ? c.slots + c.bytes * (size_t)n : NULL;
   /* Scale the own contribution first: `out` may alias the input (in place). */
   hetccl_host_prepare(c.slots + (size_t)r * c.bytes, a->in + (size_t)r * a->in_stride, a->count, op->dtype, &op->redop);
 
-  struct eng_flow f;
-  eng_flow_init(&f, vc, what, op, direct_describe, &c);
+  struct hetccl_eng_flow f;
+  hetccl_eng_flow_init(&f, vc, what, op, direct_describe, &c);
   int reducer = a->root < 0 || a->root == r;
   for (int j = 0; j < n; j++) {
     if (j == r) continue;
-    if (a->root < 0 || j == a->root) eng_chan_add(&f, j, 1, 1, j);
-    if (reducer) eng_chan_add(&f, j, 0, 1, j);
+    if (a->root < 0 || j == a->root) hetccl_eng_chan_add(&f, j, 1, 1, j);
+    if (reducer) hetccl_eng_chan_add(&f, j, 0, 1, j);
   }
-  HETCCL_TRY(eng_flow_run(&f));
+  HETCCL_TRY(hetccl_eng_flow_run(&f));
   if (!reducer) return hetcclSuccess;
 
   /* Rank order, identical on every reducing rank. */

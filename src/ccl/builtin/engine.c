@@ -16,7 +16,7 @@
 #include "util/log.h"
 #include "ccl/builtin/engine.h"
 
-hetcclResult_t eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out) {
+hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out) {
   if (bytes > vc->scratch_bytes) {
     /* Grow once to the largest shape seen; contents need not survive. */
     void *p = NULL;
@@ -82,28 +82,28 @@ fail:
 
 static hetcclResult_t run_collective(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   switch (op->coll) {
-    case HETCCL_COLL_ALLREDUCE: return eng_allreduce(vc, op);
-    case HETCCL_COLL_BROADCAST: return eng_broadcast(vc, op);
-    case HETCCL_COLL_REDUCE: return eng_reduce(vc, op);
-    case HETCCL_COLL_ALLGATHER: return eng_allgather(vc, op);
-    case HETCCL_COLL_REDUCESCATTER: return eng_reducescatter(vc, op);
-    case HETCCL_COLL_ALLTOALL: return eng_alltoall(vc, op);
-    case HETCCL_COLL_ALLTOALLV: return eng_alltoallv(vc, op);
-    case HETCCL_COLL_GATHER: return eng_gather(vc, op);
-    case HETCCL_COLL_SCATTER: return eng_scatter(vc, op);
+    case HETCCL_COLL_ALLREDUCE: return hetccl_eng_allreduce(vc, op);
+    case HETCCL_COLL_BROADCAST: return hetccl_eng_broadcast(vc, op);
+    case HETCCL_COLL_REDUCE: return hetccl_eng_reduce(vc, op);
+    case HETCCL_COLL_ALLGATHER: return hetccl_eng_allgather(vc, op);
+    case HETCCL_COLL_REDUCESCATTER: return hetccl_eng_reducescatter(vc, op);
+    case HETCCL_COLL_ALLTOALL: return hetccl_eng_alltoall(vc, op);
+    case HETCCL_COLL_ALLTOALLV: return hetccl_eng_alltoallv(vc, op);
+    case HETCCL_COLL_GATHER: return hetccl_eng_gather(vc, op);
+    case HETCCL_COLL_SCATTER: return hetccl_eng_scatter(vc, op);
     default: return hetccl_error(hetcclInternalError, "builtin engine: unknown operation %d", op->coll);
   }
 }
 
 static hetcclResult_t builtin_run(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops) {
   hetcclResult_t rc = hetcclSuccess;
-  struct eng_flow *p2p = &vc->p2p_flow;
+  struct hetccl_eng_flow *p2p = &vc->p2p_flow;
   int np2p = 0;
   for (int i = 0; i < nops; i++) np2p += ops[i].coll == HETCCL_COLL_SEND || ops[i].coll == HETCCL_COLL_RECV;
   if (np2p) {
     /* Posted before any collective on every rank, so on each link the
      * point-to-point messages precede the collectives' on both sides. */
-    HETCCL_TRY(eng_sendrecv_start(vc, ops, nops, p2p));
+    HETCCL_TRY(hetccl_eng_sendrecv_start(vc, ops, nops, p2p));
     vc->bg = p2p;
   }
   for (int i = 0; i < nops; i++) {
@@ -115,7 +115,7 @@ static hetcclResult_t builtin_run(hetccl_vcomm *vc, const struct hetccl_op *ops,
   }
   if (np2p) {
     vc->bg = NULL;
-    HETCCL_CHECK(eng_flow_run(p2p));
+    HETCCL_CHECK(hetccl_eng_flow_run(p2p));
   }
   return hetcclSuccess;
 fail:

@@ -25,10 +25,10 @@
  * previous chunk is reduced, small enough to bound the work a ring keeps open. */
 #define ENG_WINDOW 4
 
-struct eng_flow;
+struct hetccl_eng_flow;
 
 /* One send or receive; describe() fills it, the flow posts it. */
-struct eng_item {
+struct hetccl_eng_item {
   void *buf;               /* send: source; plain receive: destination */
   size_t bytes;
   /* Send: when set, prepare (premul) prep_count elements from prep_src into
@@ -47,13 +47,13 @@ struct eng_item {
 };
 
 
-struct eng_chan {
+struct hetccl_eng_chan {
   hetccl_link *link;
   int peer;
   int send;                /* 1: send to peer; 0: receive from it */
   int tag;                 /* the algorithm's own label (e.g. a peer or role) */
   uint64_t nitems, posted, done;
-  struct eng_item next;    /* described but waiting on its dependency */
+  struct hetccl_eng_item next;    /* described but waiting on its dependency */
   int have_next;
   /* Posted items, indexed by item % window: the inline ring below, or for
    * grouped send/recv (all posted at once) an array of one entry per item.
@@ -64,24 +64,24 @@ struct eng_chan {
   struct hetccl_reduce_consumer rslot[ENG_WINDOW]; /* reducing receives: windowed channels only */
 };
 
-typedef void (*eng_describe_fn)(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it);
+typedef void (*hetccl_eng_describe_fn)(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it);
 
-struct eng_flow {
+struct hetccl_eng_flow {
   struct hetccl_vcomm *vc;
   const char *what;        /* collective name, for messages */
   hetcclDataType_t dt;
   size_t ts;
   const hetccl_redop *op;
-  eng_describe_fn describe;
+  hetccl_eng_describe_fn describe;
   void *ctx;               /* the algorithm's state */
-  struct eng_chan *chans;  /* this flow's channels (dependencies index them) */
+  struct hetccl_eng_chan *chans;  /* this flow's channels (dependencies index them) */
   int nchans;
   int skip_empty;          /* empty items complete locally (both sides know they are empty) */
   uint64_t pieces;         /* consume callbacks seen: progress inside a long receive */
 };
 
 /* Grouped send/recv's state, kept in the vcomm while its flow is alive. */
-struct eng_sr_ctx {
+struct hetccl_eng_sr_ctx {
   const struct hetccl_op *ops;
   const int *order;
   const int *start;
@@ -93,44 +93,44 @@ struct hetccl_vcomm {
   int64_t timeout_ms;
   size_t chunk_bytes;
   size_t small_bytes;
-  struct eng_chan *chans;  /* [2 * nranks] for a collective's flow, then [2 * nranks] for grouped send/recv */
-  struct eng_flow *bg;     /* a batch's send/recv, progressed during its collectives (NULL: none) */
+  struct hetccl_eng_chan *chans;  /* [2 * nranks] for a collective's flow, then [2 * nranks] for grouped send/recv */
+  struct hetccl_eng_flow *bg;     /* a batch's send/recv, progressed during its collectives (NULL: none) */
   void *scratch;           /* grows to the largest need, then reused */
   size_t scratch_bytes;
   int *p2p_order;          /* grouped send/recv: op indices sorted by (peer, direction) */
   int p2p_cap;
   int *p2p_start;          /* [2 * nranks + 1]: where each (peer, direction) starts in p2p_order */
   struct hetccl_link_xfer *p2p_x; /* [p2p_cap]: the batch's send/recv, in p2p_order */
-  struct eng_sr_ctx p2p_ctx;
-  struct eng_flow p2p_flow;  /* the batch's send/recv (vc->bg while collectives run) */
+  struct hetccl_eng_sr_ctx p2p_ctx;
+  struct hetccl_eng_flow p2p_flow;  /* the batch's send/recv (vc->bg while collectives run) */
 };
 
 /* Starts a flow for `op` (NULL for byte-only flows) on the vcomm's channels. */
-void eng_flow_init(struct eng_flow *f, struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
-                   eng_describe_fn describe, void *ctx);
+void hetccl_eng_flow_init(struct hetccl_eng_flow *f, struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
+                   hetccl_eng_describe_fn describe, void *ctx);
 /* Adds a channel (at most ENG_WINDOW items in flight) and returns its index in the flow. */
-int eng_chan_add(struct eng_flow *f, int peer, int send, uint64_t nitems, int tag);
+int hetccl_eng_chan_add(struct hetccl_eng_flow *f, int peer, int send, uint64_t nitems, int tag);
 /* Lets a channel post all its items at once, keeping them in x[nitems]. */
-void eng_chan_unbounded(struct eng_chan *ch, struct hetccl_link_xfer *x);
+void hetccl_eng_chan_unbounded(struct hetccl_eng_chan *ch, struct hetccl_link_xfer *x);
 /* Posts what can be posted and tests what was posted, once, without waiting. */
-hetcclResult_t eng_flow_start(struct eng_flow *f);
+hetcclResult_t hetccl_eng_flow_start(struct hetccl_eng_flow *f);
 /* Drives every channel (and the vcomm's background send/recv) until all of
  * this flow's items completed; hetcclTimeout when nothing moves for the
  * vcomm's timeout. */
-hetcclResult_t eng_flow_run(struct eng_flow *f);
+hetcclResult_t hetccl_eng_flow_run(struct hetccl_eng_flow *f);
 
 /* The vcomm's scratch, at least `bytes` long (contents not kept across calls). */
-hetcclResult_t eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out);
+hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out);
 
-static inline void eng_item_dep(struct eng_item *it, int chan, uint64_t done) {
+static inline void hetccl_eng_item_dep(struct hetccl_eng_item *it, int chan, uint64_t done) {
   it->dep_chan = chan;
   it->dep_done = done;
 }
 
-static inline int eng_mod(int a, int n) { return ((a % n) + n) % n; }
+static inline int hetccl_eng_mod(int a, int n) { return ((a % n) + n) % n; }
 
 /* Elements of one pipeline chunk (init's chunk_bytes rounded to whole elements). */
-static inline size_t eng_chunk_elems(const struct hetccl_vcomm *vc, size_t ts) {
+static inline size_t hetccl_eng_chunk_elems(const struct hetccl_vcomm *vc, size_t ts) {
   size_t ce = vc->chunk_bytes / ts;
   return ce ? ce : 1;
 }
@@ -140,57 +140,57 @@ static inline size_t eng_chunk_elems(const struct hetccl_vcomm *vc, size_t ts) {
  * count % n shards one element longer), each cut into `slices` pipeline
  * slices of at most `ce` elements; a shorter shard's last slices may be empty.
  */
-struct eng_parts {
+struct hetccl_eng_parts {
   size_t base, rem, ce;
   uint64_t slices;
 };
 
-static inline void eng_parts_init(struct eng_parts *g, size_t count, int n, size_t ce) {
+static inline void hetccl_eng_parts_init(struct hetccl_eng_parts *g, size_t count, int n, size_t ce) {
   g->base = count / (size_t)n;
   g->rem = count % (size_t)n;
   g->ce = ce;
   size_t maxlen = g->base + (g->rem ? 1 : 0);
   g->slices = maxlen ? (maxlen + ce - 1) / ce : 1;
 }
-static inline size_t eng_part_off(const struct eng_parts *g, int j) {
+static inline size_t hetccl_eng_part_off(const struct hetccl_eng_parts *g, int j) {
   return (size_t)j * g->base + ((size_t)j < g->rem ? (size_t)j : g->rem);
 }
-static inline size_t eng_part_len(const struct eng_parts *g, int j) { return g->base + ((size_t)j < g->rem ? 1 : 0); }
+static inline size_t hetccl_eng_part_len(const struct hetccl_eng_parts *g, int j) { return g->base + ((size_t)j < g->rem ? 1 : 0); }
 /* Slice k of shard j: element offset within the shard, and length. */
-static inline size_t eng_slice_lo(const struct eng_parts *g, int j, uint64_t k) {
-  size_t len = eng_part_len(g, j), lo = (size_t)k * g->ce;
+static inline size_t hetccl_eng_slice_lo(const struct hetccl_eng_parts *g, int j, uint64_t k) {
+  size_t len = hetccl_eng_part_len(g, j), lo = (size_t)k * g->ce;
   return lo < len ? lo : len;
 }
-static inline size_t eng_slice_len(const struct eng_parts *g, int j, uint64_t k) {
-  size_t len = eng_part_len(g, j), lo = eng_slice_lo(g, j, k), hi = lo + g->ce;
+static inline size_t hetccl_eng_slice_len(const struct hetccl_eng_parts *g, int j, uint64_t k) {
+  size_t len = hetccl_eng_part_len(g, j), lo = hetccl_eng_slice_lo(g, j, k), hi = lo + g->ce;
   return (hi < len ? hi : len) - lo;
 }
 
 /* A one-rank reduction: recvbuff = finish(prepare(sendbuff)). In place
  * without premul there is nothing to copy. */
-static inline void eng_local_reduce(const struct hetccl_op *op) {
+static inline void hetccl_eng_local_reduce(const struct hetccl_op *op) {
   if (op->sendbuff != op->recvbuff || op->redop.premul)
     hetccl_host_prepare(op->recvbuff, op->sendbuff, op->count, op->dtype, &op->redop);
   hetccl_host_finish(op->recvbuff, op->count, op->dtype, &op->redop);
 }
 
 /* The collectives; each op is already validated and its redop resolved. */
-hetcclResult_t eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_reduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_alltoall(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_alltoallv(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_gather(struct hetccl_vcomm *vc, const struct hetccl_op *op);
-hetcclResult_t eng_scatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_reduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_alltoall(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_alltoallv(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_gather(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+hetcclResult_t hetccl_eng_scatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
 /* Posts all SEND/RECV ops of ops[0..nops) at once as flow `f` (self pairs
- * copied here); the caller then drives it with eng_flow_run. */
-hetcclResult_t eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_op *ops, int nops,
-                                  struct eng_flow *f);
+ * copied here); the caller then drives it with hetccl_eng_flow_run. */
+hetcclResult_t hetccl_eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_op *ops, int nops,
+                                  struct hetccl_eng_flow *f);
 
 /* Shared algorithm pieces (ring.c, direct.c). */
-struct eng_ring_args {
+struct hetccl_eng_ring_args {
   const struct hetccl_op *op;
   size_t count;            /* elements over all shards */
   int rs, ag;              /* run the reduce-scatter half, the all-gather half */
@@ -200,14 +200,14 @@ struct eng_ring_args {
   char *out;               /* ag: the full output, laid out in shards */
   const char *own_src;     /* ag: this rank's shard, sent first */
 };
-hetcclResult_t eng_ring(struct hetccl_vcomm *vc, const char *what, const struct eng_ring_args *a);
+hetcclResult_t hetccl_eng_ring(struct hetccl_vcomm *vc, const char *what, const struct hetccl_eng_ring_args *a);
 
 /*
  * Low-latency reduction: the contributions travel directly to the ranks that
  * reduce them, which combine all n in rank order 0..n-1 so every such rank
  * computes bitwise the same result.
  */
-struct eng_direct_args {
+struct hetccl_eng_direct_args {
   const struct hetccl_op *op;
   size_t count;            /* elements of one contribution */
   int root;                /* -1: every rank reduces (AllReduce, ReduceScatter); else only root */
@@ -215,6 +215,6 @@ struct eng_direct_args {
   size_t in_stride;        /* bytes between the inputs meant for consecutive ranks (0: same for all) */
   char *out;               /* result (at reducing ranks) */
 };
-hetcclResult_t eng_direct_reduce(struct hetccl_vcomm *vc, const char *what, const struct eng_direct_args *a);
+hetcclResult_t hetccl_eng_direct_reduce(struct hetccl_vcomm *vc, const char *what, const struct hetccl_eng_direct_args *a);
 
 #endif

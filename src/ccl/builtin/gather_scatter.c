@@ -17,14 +17,14 @@ struct gs_ctx {
   int root;
 };
 
-static void gather_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void gather_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct gs_ctx *c = f->ctx;
   (void)i;
   it->bytes = c->bytes;
   it->buf = ch->send ? (void *)c->send : c->recv + (size_t)ch->peer * c->bytes;
 }
 
-static void scatter_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void scatter_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct gs_ctx *c = f->ctx;
   (void)i;
   it->bytes = c->bytes;
@@ -33,19 +33,19 @@ static void scatter_describe(struct eng_flow *f, const struct eng_chan *ch, uint
 
 /* Root: one channel per other rank in direction `send`; others: one to the root. */
 static hetcclResult_t rooted(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
-                             eng_describe_fn describe, struct gs_ctx *c, int root_sends) {
-  struct eng_flow f;
-  eng_flow_init(&f, vc, what, op, describe, c);
+                             hetccl_eng_describe_fn describe, struct gs_ctx *c, int root_sends) {
+  struct hetccl_eng_flow f;
+  hetccl_eng_flow_init(&f, vc, what, op, describe, c);
   if (vc->rank == c->root) {
     for (int j = 0; j < vc->nranks; j++)
-      if (j != c->root) eng_chan_add(&f, j, root_sends, 1, j);
+      if (j != c->root) hetccl_eng_chan_add(&f, j, root_sends, 1, j);
   } else {
-    eng_chan_add(&f, c->root, !root_sends, 1, c->root);
+    hetccl_eng_chan_add(&f, c->root, !root_sends, 1, c->root);
   }
-  return eng_flow_run(&f);
+  return hetccl_eng_flow_run(&f);
 }
 
-hetcclResult_t eng_gather(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_gather(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   struct gs_ctx c = {.send = op->sendbuff, .recv = op->recvbuff,
                      .bytes = op->count * hetccl_type_size(op->dtype), .root = op->root};
   if (op->count == 0) return hetcclSuccess;
@@ -56,7 +56,7 @@ hetcclResult_t eng_gather(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   return rooted(vc, "Gather", op, gather_describe, &c, 0);
 }
 
-hetcclResult_t eng_scatter(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_scatter(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   struct gs_ctx c = {.send = op->sendbuff, .recv = op->recvbuff,
                      .bytes = op->count * hetccl_type_size(op->dtype), .root = op->root};
   if (op->count == 0) return hetcclSuccess;

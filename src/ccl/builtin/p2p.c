@@ -13,8 +13,8 @@
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
 
-void eng_flow_init(struct eng_flow *f, struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
-                   eng_describe_fn describe, void *ctx) {
+void hetccl_eng_flow_init(struct hetccl_eng_flow *f, struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
+                   hetccl_eng_describe_fn describe, void *ctx) {
   memset(f, 0, sizeof *f);
   f->vc = vc;
   f->what = what;
@@ -29,10 +29,10 @@ void eng_flow_init(struct eng_flow *f, struct hetccl_vcomm *vc, const char *what
   }
 }
 
-int eng_chan_add(struct eng_flow *f, int peer, int send, uint64_t nitems, int tag) {
+int hetccl_eng_chan_add(struct hetccl_eng_flow *f, int peer, int send, uint64_t nitems, int tag) {
   /* Each flow's channel array holds two per rank: a send and a receive per peer at most. */
   int idx = f->nchans++;
-  struct eng_chan *ch = &f->chans[idx];
+  struct hetccl_eng_chan *ch = &f->chans[idx];
   ch->link = f->vc->links[peer];
   ch->peer = peer;
   ch->send = send;
@@ -45,19 +45,19 @@ int eng_chan_add(struct eng_flow *f, int peer, int send, uint64_t nitems, int ta
   return idx;
 }
 
-void eng_chan_unbounded(struct eng_chan *ch, struct hetccl_link_xfer *x) {
+void hetccl_eng_chan_unbounded(struct hetccl_eng_chan *ch, struct hetccl_link_xfer *x) {
   ch->window = ch->nitems ? ch->nitems : 1;
   ch->x = x;
 }
 
 /* The driver of one of a flow's passes: its name in messages. */
-static void flow_driver(const struct eng_flow *f, struct hetccl_link_driver *d) {
+static void flow_driver(const struct hetccl_eng_flow *f, struct hetccl_link_driver *d) {
   hetccl_link_driver_init(d, f->vc->timeout_ms, "builtin %s at rank %d of %d", f->what, f->vc->rank, f->vc->nranks);
 }
 
-static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct eng_flow *f, struct eng_chan *ch) {
+static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct hetccl_eng_flow *f, struct hetccl_eng_chan *ch) {
   while (ch->posted < ch->nitems && ch->posted - ch->done < ch->window) {
-    struct eng_item *it = &ch->next;
+    struct hetccl_eng_item *it = &ch->next;
     if (!ch->have_next) {
       memset(it, 0, sizeof *it);
       it->dep_chan = -1;
@@ -91,7 +91,7 @@ static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct eng_flow *f
 }
 
 /* Requests of one direction complete in posting order: test from the oldest. */
-static hetcclResult_t chan_test(struct hetccl_link_driver *d, struct eng_chan *ch) {
+static hetcclResult_t chan_test(struct hetccl_link_driver *d, struct hetccl_eng_chan *ch) {
   while (ch->done < ch->posted) {
     struct hetccl_link_xfer *x = &ch->x[ch->done % ch->window];
     HETCCL_TRY(hetccl_link_poll(d, x));
@@ -103,10 +103,10 @@ static hetcclResult_t chan_test(struct hetccl_link_driver *d, struct eng_chan *c
 }
 
 /* One pass over the flow's channels: post, test, post what completions freed. */
-static hetcclResult_t flow_step(struct hetccl_link_driver *d, struct eng_flow *f, int *pending) {
+static hetcclResult_t flow_step(struct hetccl_link_driver *d, struct hetccl_eng_flow *f, int *pending) {
   *pending = 0;
   for (int c = 0; c < f->nchans; c++) {
-    struct eng_chan *ch = &f->chans[c];
+    struct hetccl_eng_chan *ch = &f->chans[c];
     if (ch->done == ch->nitems) continue;
     HETCCL_TRY(chan_post(d, f, ch));
     HETCCL_TRY(chan_test(d, ch));
@@ -116,16 +116,16 @@ static hetcclResult_t flow_step(struct hetccl_link_driver *d, struct eng_flow *f
   return hetcclSuccess;
 }
 
-hetcclResult_t eng_flow_start(struct eng_flow *f) {
+hetcclResult_t hetccl_eng_flow_start(struct hetccl_eng_flow *f) {
   struct hetccl_link_driver d;
   int pending = 0;
   flow_driver(f, &d);
   return flow_step(&d, f, &pending);
 }
 
-/* eng_flow_run's wait: the flow, and the batch's send/recv beside it. */
+/* hetccl_eng_flow_run's wait: the flow, and the batch's send/recv beside it. */
 struct flow_wait {
-  struct eng_flow *f, *bg;
+  struct hetccl_eng_flow *f, *bg;
   struct hetccl_link_driver bg_driver; /* names the batch's send/recv in their errors */
 };
 
@@ -146,10 +146,10 @@ static hetcclResult_t flow_pass(void *arg, struct hetccl_link_driver *d, int *pe
 }
 
 /* The bytes of a channel's items [0, n), described again (describe() is pure). */
-static uint64_t chan_bytes(struct eng_flow *f, const struct eng_chan *ch, uint64_t n) {
+static uint64_t chan_bytes(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t n) {
   uint64_t bytes = 0;
   for (uint64_t i = 0; i < n; i++) {
-    struct eng_item it;
+    struct hetccl_eng_item it;
     memset(&it, 0, sizeof it);
     it.dep_chan = -1;
     f->describe(f, ch, i, &it);
@@ -160,10 +160,10 @@ static uint64_t chan_bytes(struct eng_flow *f, const struct eng_chan *ch, uint64
 
 static void flow_stalled(void *arg, struct hetccl_link_stall *s) {
   struct flow_wait *w = arg;
-  struct eng_flow *f = w->f;
+  struct hetccl_eng_flow *f = w->f;
   *s = (struct hetccl_link_stall){0};
   for (int c = 0; c < f->nchans; c++) {
-    const struct eng_chan *ch = &f->chans[c];
+    const struct hetccl_eng_chan *ch = &f->chans[c];
     if (ch->done == ch->nitems) continue;
     *s = (struct hetccl_link_stall){.link = ch->link, .send = ch->send, .bytes_done = chan_bytes(f, ch, ch->done),
                                     .bytes_total = chan_bytes(f, ch, ch->nitems)};
@@ -171,7 +171,7 @@ static void flow_stalled(void *arg, struct hetccl_link_stall *s) {
   }
 }
 
-hetcclResult_t eng_flow_run(struct eng_flow *f) {
+hetcclResult_t hetccl_eng_flow_run(struct hetccl_eng_flow *f) {
   static const struct hetccl_link_wait_ops ops = {.pass = flow_pass, .stalled = flow_stalled};
   struct flow_wait w = {.f = f, .bg = f->vc->bg != f ? f->vc->bg : NULL};
   struct hetccl_link_driver d;

@@ -24,7 +24,7 @@ struct reduce_ctx {
   int send_chan, recv_chan;
 };
 
-static void reduce_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t k, struct eng_item *it) {
+static void reduce_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t k, struct hetccl_eng_item *it) {
   struct reduce_ctx *c = f->ctx;
   size_t lo = (size_t)k * c->ce;
   size_t len = c->count - lo < c->ce ? c->count - lo : c->ce;
@@ -34,7 +34,7 @@ static void reduce_describe(struct eng_flow *f, const struct eng_chan *ch, uint6
   if (ch->send) {
     if (!c->first) {
       it->buf = slot;
-      eng_item_dep(it, c->recv_chan, k + 1);
+      hetccl_eng_item_dep(it, c->recv_chan, k + 1);
     } else if (c->op->redop.premul) {
       /* The window (< REDUCE_SLOTS) guarantees the slot's previous send completed. */
       it->buf = slot;
@@ -52,38 +52,38 @@ static void reduce_describe(struct eng_flow *f, const struct eng_chan *ch, uint6
     it->red_finish = c->op->redop.postdiv;
   } else {
     it->red_dst = slot;
-    if (k >= REDUCE_SLOTS) eng_item_dep(it, c->send_chan, k - REDUCE_SLOTS + 1); /* slot free again */
+    if (k >= REDUCE_SLOTS) hetccl_eng_item_dep(it, c->send_chan, k - REDUCE_SLOTS + 1); /* slot free again */
   }
   it->buf = it->red_dst;
 }
 
-hetcclResult_t eng_reduce(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_reduce(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   int n = vc->nranks, r = vc->rank;
   size_t ts = hetccl_type_size(op->dtype);
   if (op->count == 0) return hetcclSuccess;
   if (n == 1) {
-    eng_local_reduce(op);
+    hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
   if (op->count * ts < vc->small_bytes) {
-    struct eng_direct_args d = {.op = op, .count = op->count, .root = op->root, .in = op->sendbuff,
+    struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = op->root, .in = op->sendbuff,
                                 .in_stride = 0, .out = op->recvbuff};
-    return eng_direct_reduce(vc, "Reduce", &d);
+    return hetccl_eng_direct_reduce(vc, "Reduce", &d);
   }
-  struct reduce_ctx c = {.op = op, .ts = ts, .ce = eng_chunk_elems(vc, ts), .count = op->count,
+  struct reduce_ctx c = {.op = op, .ts = ts, .ce = hetccl_eng_chunk_elems(vc, ts), .count = op->count,
                          .send_chan = -1, .recv_chan = -1};
-  int pos = eng_mod(r - op->root - 1, n); /* 0: start of the chain, n-1: the root */
+  int pos = hetccl_eng_mod(r - op->root - 1, n); /* 0: start of the chain, n-1: the root */
   c.first = pos == 0;
   c.root = pos == n - 1;
   if (!c.root && (!c.first || op->redop.premul)) {
     void *s;
-    HETCCL_TRY(eng_scratch(vc, (size_t)REDUCE_SLOTS * c.ce * ts, &s));
+    HETCCL_TRY(hetccl_eng_scratch(vc, (size_t)REDUCE_SLOTS * c.ce * ts, &s));
     c.slots = s;
   }
   uint64_t chunks = (op->count + c.ce - 1) / c.ce;
-  struct eng_flow f;
-  eng_flow_init(&f, vc, "Reduce", op, reduce_describe, &c);
-  if (!c.root) c.send_chan = eng_chan_add(&f, eng_mod(r + 1, n), 1, chunks, 0);
-  if (!c.first) c.recv_chan = eng_chan_add(&f, eng_mod(r - 1, n), 0, chunks, 0);
-  return eng_flow_run(&f);
+  struct hetccl_eng_flow f;
+  hetccl_eng_flow_init(&f, vc, "Reduce", op, reduce_describe, &c);
+  if (!c.root) c.send_chan = hetccl_eng_chan_add(&f, hetccl_eng_mod(r + 1, n), 1, chunks, 0);
+  if (!c.first) c.recv_chan = hetccl_eng_chan_add(&f, hetccl_eng_mod(r - 1, n), 0, chunks, 0);
+  return hetccl_eng_flow_run(&f);
 }

@@ -9,24 +9,24 @@
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
 
-hetcclResult_t eng_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+hetcclResult_t hetccl_eng_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
   int n = vc->nranks;
   size_t ts = hetccl_type_size(op->dtype);
   size_t shard = op->count * ts;
   if (op->count == 0) return hetcclSuccess;
   if (n == 1) {
-    eng_local_reduce(op);
+    hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
   if (shard * (size_t)n < vc->small_bytes) {
-    struct eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = shard,
+    struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = shard,
                                 .out = op->recvbuff};
-    return eng_direct_reduce(vc, "ReduceScatter", &d);
+    return hetccl_eng_direct_reduce(vc, "ReduceScatter", &d);
   }
   void *acc;
-  HETCCL_TRY(eng_scratch(vc, shard * (size_t)n, &acc));
+  HETCCL_TRY(hetccl_eng_scratch(vc, shard * (size_t)n, &acc));
   /* Shards of equal size: the ring's partition of n * count is exactly the NCCL layout. */
-  struct eng_ring_args a = {.op = op, .count = op->count * (size_t)n, .rs = 1, .ag = 0, .in = op->sendbuff,
+  struct hetccl_eng_ring_args a = {.op = op, .count = op->count * (size_t)n, .rs = 1, .ag = 0, .in = op->sendbuff,
                             .acc = acc, .own_out = op->recvbuff};
-  return eng_ring(vc, "ReduceScatter", &a);
+  return hetccl_eng_ring(vc, "ReduceScatter", &a);
 }

@@ -1,7 +1,7 @@
 /*
  * The pipelined ring shared by AllReduce, ReduceScatter and AllGather.
  *
- * The count is cut into n shards (eng_parts); rank r owns shard r. Each shard
+ * The count is cut into n shards (hetccl_eng_parts); rank r owns shard r. Each shard
  * is cut into slices of at most one chunk, and every ring step moves one slice
  * at a time, so a rank forwards slice k of a step as soon as it arrived
  * instead of waiting for the whole shard.
@@ -24,8 +24,8 @@
 enum { RING_SEND = 0, RING_RECV = 1 }; /* channel indices in the flow */
 
 struct ring_ctx {
-  const struct eng_ring_args *a;
-  struct eng_parts g;
+  const struct hetccl_eng_ring_args *a;
+  struct hetccl_eng_parts g;
   int rank, n;
   size_t ts;
   uint64_t half;           /* items per half: (n-1) * slices */
@@ -33,18 +33,18 @@ struct ring_ctx {
 
 /* Byte offset of slice k of shard j in a full-layout buffer, and its length. */
 static size_t slice_off(const struct ring_ctx *c, int j, uint64_t k) {
-  return (eng_part_off(&c->g, j) + eng_slice_lo(&c->g, j, k)) * c->ts;
+  return (hetccl_eng_part_off(&c->g, j) + hetccl_eng_slice_lo(&c->g, j, k)) * c->ts;
 }
-static size_t slice_bytes(const struct ring_ctx *c, int j, uint64_t k) { return eng_slice_len(&c->g, j, k) * c->ts; }
+static size_t slice_bytes(const struct ring_ctx *c, int j, uint64_t k) { return hetccl_eng_slice_len(&c->g, j, k) * c->ts; }
 
-static void describe_send(struct ring_ctx *c, uint64_t i, struct eng_item *it) {
-  const struct eng_ring_args *a = c->a;
+static void describe_send(struct ring_ctx *c, uint64_t i, struct hetccl_eng_item *it) {
+  const struct hetccl_eng_ring_args *a = c->a;
   uint64_t C = c->g.slices;
   int r = c->rank, n = c->n;
   if (a->rs && i < c->half) {
     int s = (int)(i / C);
     uint64_t k = i % C;
-    int p = eng_mod(r - s - 1, n);
+    int p = hetccl_eng_mod(r - s - 1, n);
     size_t off = slice_off(c, p, k);
     it->bytes = slice_bytes(c, p, k);
     if (s == 0) {
@@ -58,40 +58,40 @@ static void describe_send(struct ring_ctx *c, uint64_t i, struct eng_item *it) {
     } else {
       /* Forward the partial sum that the previous step's receive produced. */
       it->buf = a->acc + off;
-      eng_item_dep(it, RING_RECV, (uint64_t)(s - 1) * C + k + 1);
+      hetccl_eng_item_dep(it, RING_RECV, (uint64_t)(s - 1) * C + k + 1);
     }
     return;
   }
   uint64_t j = a->rs ? i - c->half : i;
   int t = (int)(j / C);
   uint64_t k = j % C;
-  int p = eng_mod(r - t, n);
+  int p = hetccl_eng_mod(r - t, n);
   it->bytes = slice_bytes(c, p, k);
   uint64_t recv_base = a->rs ? c->half : 0;
   if (t == 0) {
-    it->buf = (void *)(a->own_src + eng_slice_lo(&c->g, p, k) * c->ts);
+    it->buf = (void *)(a->own_src + hetccl_eng_slice_lo(&c->g, p, k) * c->ts);
     /* The own shard is final only once the last reduce-scatter step reduced it. */
-    if (a->rs) eng_item_dep(it, RING_RECV, (uint64_t)(n - 2) * C + k + 1);
+    if (a->rs) hetccl_eng_item_dep(it, RING_RECV, (uint64_t)(n - 2) * C + k + 1);
   } else {
     it->buf = a->out + slice_off(c, p, k);
-    eng_item_dep(it, RING_RECV, recv_base + (uint64_t)(t - 1) * C + k + 1);
+    hetccl_eng_item_dep(it, RING_RECV, recv_base + (uint64_t)(t - 1) * C + k + 1);
   }
 }
 
-static void describe_recv(struct ring_ctx *c, uint64_t i, struct eng_item *it) {
-  const struct eng_ring_args *a = c->a;
+static void describe_recv(struct ring_ctx *c, uint64_t i, struct hetccl_eng_item *it) {
+  const struct hetccl_eng_ring_args *a = c->a;
   uint64_t C = c->g.slices;
   int r = c->rank, n = c->n;
   if (a->rs && i < c->half) {
     int s = (int)(i / C);
     uint64_t k = i % C;
-    int q = eng_mod(r - s - 2, n);
+    int q = hetccl_eng_mod(r - s - 2, n);
     size_t off = slice_off(c, q, k);
     it->bytes = slice_bytes(c, q, k);
     it->red_local = a->in + off;
     it->red_scale = a->op->redop.premul;
     if (s == n - 2) {
-      it->red_dst = a->own_out + eng_slice_lo(&c->g, q, k) * c->ts;
+      it->red_dst = a->own_out + hetccl_eng_slice_lo(&c->g, q, k) * c->ts;
       it->red_finish = a->op->redop.postdiv;
     } else {
       it->red_dst = a->acc + off;
@@ -102,15 +102,15 @@ static void describe_recv(struct ring_ctx *c, uint64_t i, struct eng_item *it) {
   uint64_t j = a->rs ? i - c->half : i;
   int t = (int)(j / C);
   uint64_t k = j % C;
-  int q = eng_mod(r - t - 1, n);
+  int q = hetccl_eng_mod(r - t - 1, n);
   it->bytes = slice_bytes(c, q, k);
   it->buf = a->out + slice_off(c, q, k);
   /* AllReduce keeps partial sums in the output: shard q's was sent at
    * reduce-scatter step t, and must have left before it is overwritten. */
-  if (a->rs) eng_item_dep(it, RING_SEND, (uint64_t)t * C + k + 1);
+  if (a->rs) hetccl_eng_item_dep(it, RING_SEND, (uint64_t)t * C + k + 1);
 }
 
-static void ring_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
+static void ring_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
   struct ring_ctx *c = f->ctx;
   if (ch->send)
     describe_send(c, i, it);
@@ -118,19 +118,19 @@ static void ring_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_
     describe_recv(c, i, it);
 }
 
-hetcclResult_t eng_ring(struct hetccl_vcomm *vc, const char *what, const struct eng_ring_args *a) {
+hetcclResult_t hetccl_eng_ring(struct hetccl_vcomm *vc, const char *what, const struct hetccl_eng_ring_args *a) {
   struct ring_ctx c;
-  struct eng_flow f;
+  struct hetccl_eng_flow f;
   int n = vc->nranks;
   c.a = a;
   c.rank = vc->rank;
   c.n = n;
   c.ts = hetccl_type_size(a->op->dtype);
-  eng_parts_init(&c.g, a->count, n, eng_chunk_elems(vc, c.ts));
+  hetccl_eng_parts_init(&c.g, a->count, n, hetccl_eng_chunk_elems(vc, c.ts));
   c.half = (uint64_t)(n - 1) * c.g.slices;
   uint64_t items = c.half * (uint64_t)((a->rs ? 1 : 0) + (a->ag ? 1 : 0));
-  eng_flow_init(&f, vc, what, a->op, ring_describe, &c);
-  eng_chan_add(&f, eng_mod(vc->rank + 1, n), 1, items, 0);
-  eng_chan_add(&f, eng_mod(vc->rank - 1, n), 0, items, 0);
-  return eng_flow_run(&f);
+  hetccl_eng_flow_init(&f, vc, what, a->op, ring_describe, &c);
+  hetccl_eng_chan_add(&f, hetccl_eng_mod(vc->rank + 1, n), 1, items, 0);
+  hetccl_eng_chan_add(&f, hetccl_eng_mod(vc->rank - 1, n), 0, items, 0);
+  return hetccl_eng_flow_run(&f);
 }

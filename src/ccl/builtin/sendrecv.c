@@ -17,8 +17,8 @@
 
 static int sr_key(int peer, int send) { return 2 * peer + (send ? 1 : 0); }
 
-static void sr_describe(struct eng_flow *f, const struct eng_chan *ch, uint64_t i, struct eng_item *it) {
-  struct eng_sr_ctx *c = f->ctx;
+static void sr_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan *ch, uint64_t i, struct hetccl_eng_item *it) {
+  struct hetccl_eng_sr_ctx *c = f->ctx;
   const struct hetccl_op *op = &c->ops[c->order[c->start[ch->tag] + (int)i]];
   it->bytes = op->count * hetccl_type_size(op->dtype);
   it->buf = ch->send ? (void *)op->sendbuff : op->recvbuff;
@@ -83,11 +83,11 @@ static hetcclResult_t self_copies(struct hetccl_vcomm *vc, const struct hetccl_o
   return hetcclSuccess;
 }
 
-hetcclResult_t eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_op *ops, int nops,
-                                  struct eng_flow *f) {
+hetcclResult_t hetccl_eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_op *ops, int nops,
+                                  struct hetccl_eng_flow *f) {
   HETCCL_TRY(sort_ops(vc, ops, nops));
   HETCCL_TRY(self_copies(vc, ops));
-  eng_flow_init(f, vc, "Send/Recv", NULL, sr_describe, NULL);
+  hetccl_eng_flow_init(f, vc, "Send/Recv", NULL, sr_describe, NULL);
   /* The context must outlive this call: it lives in the vcomm. */
   vc->p2p_ctx.ops = ops;
   vc->p2p_ctx.order = vc->p2p_order;
@@ -101,9 +101,9 @@ hetcclResult_t eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_o
       int k = sr_key(j, send);
       int first = vc->p2p_start[k], cnt = vc->p2p_start[k + 1] - first;
       if (!cnt) continue;
-      int c = eng_chan_add(f, j, send, (uint64_t)cnt, k);
-      eng_chan_unbounded(&f->chans[c], vc->p2p_x + first);
+      int c = hetccl_eng_chan_add(f, j, send, (uint64_t)cnt, k);
+      hetccl_eng_chan_unbounded(&f->chans[c], vc->p2p_x + first);
     }
   }
-  return eng_flow_start(f);
+  return hetccl_eng_flow_start(f);
 }
