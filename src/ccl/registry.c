@@ -3,32 +3,26 @@
 #include "ccl/ccl.h"
 #include "device/device.h"
 #include "util/error.h"
+#include "util/registry.h"
 
-static const struct hetccl_ccl_desc *const g_builtin[] = {
+static const void *const g_builtin[] = {
     &hetccl_ccl_desc_builtin,
     &hetccl_ccl_desc_nccl,
     &hetccl_ccl_desc_rccl,
 };
-enum { NBUILTIN = sizeof g_builtin / sizeof g_builtin[0], MAX_ADDED = 8 };
-
-static const struct hetccl_ccl_desc *g_added[MAX_ADDED];
-static int g_nadded;
+static const char *desc_name(const void *d) { return ((const struct hetccl_ccl_desc *)d)->name; }
+static struct hetccl_registry g_libraries = {.what = "collective library", .builtin = g_builtin,
+                                             .nbuiltin = sizeof g_builtin / sizeof g_builtin[0], .name_of = desc_name};
 
 hetcclResult_t hetccl_ccl_register(const struct hetccl_ccl_desc *desc) {
   if (!desc || !desc->name || !desc->serves || !desc->probe || !desc->ops)
     return hetccl_error(hetcclInvalidArgument, "collective library: incomplete descriptor");
-  if (g_nadded == MAX_ADDED)
-    return hetccl_error(hetcclInvalidUsage, "more than %d collective libraries registered", MAX_ADDED);
-  g_added[g_nadded++] = desc;
-  return hetcclSuccess;
+  return hetccl_registry_add(&g_libraries, desc);
 }
 
-int hetccl_ccl_count(void) { return NBUILTIN + g_nadded; }
+int hetccl_ccl_count(void) { return hetccl_registry_count(&g_libraries); }
 
-const struct hetccl_ccl_desc *hetccl_ccl_desc_get(int id) {
-  if (id < 0 || id >= hetccl_ccl_count()) return NULL;
-  return id < NBUILTIN ? g_builtin[id] : g_added[id - NBUILTIN];
-}
+const struct hetccl_ccl_desc *hetccl_ccl_desc_get(int id) { return hetccl_registry_get(&g_libraries, id); }
 
 int hetccl_ccl_choose(int kind) {
   const struct hetccl_device_desc *k = hetccl_device_desc_get(kind);

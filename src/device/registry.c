@@ -1,11 +1,11 @@
 /* The device kinds: built-in ones, one line each, then those registered at
  * run time; auto choice, written once for init, InitAll and MemAlloc. */
 #include <stdio.h>
-#include <string.h>
 
 #include "device/device.h"
 #include "util/error.h"
 #include "util/params.h"
+#include "util/registry.h"
 
 static int hip_probe(char *why, size_t why_size) {
   snprintf(why, why_size, "no HIP backend in this build");
@@ -17,43 +17,30 @@ static int hip_probe(char *why, size_t why_size) {
 static const struct hetccl_device_desc g_hip = {.name = "hip", .priority = 20, .probe = hip_probe};
 
 /* Index = kind id: the built-ins keep enum hetccl_device_kind's values. */
-static const struct hetccl_device_desc *const g_builtin[] = {
+static const void *const g_builtin[] = {
     [HETCCL_DEVICE_HOST] = &hetccl_device_desc_host,
     [HETCCL_DEVICE_CUDA] = &hetccl_device_desc_cuda,
     [HETCCL_DEVICE_HIP] = &g_hip,
 };
-enum { NBUILTIN = sizeof g_builtin / sizeof g_builtin[0], MAX_ADDED = 8 };
-
-static const struct hetccl_device_desc *g_added[MAX_ADDED];
-static int g_nadded;
+static const char *desc_name(const void *d) { return ((const struct hetccl_device_desc *)d)->name; }
+static struct hetccl_registry g_kinds = {.what = "device kind", .builtin = g_builtin,
+                                         .nbuiltin = sizeof g_builtin / sizeof g_builtin[0], .name_of = desc_name};
 
 hetcclResult_t hetccl_device_register(const struct hetccl_device_desc *desc) {
   if (!desc || !desc->name || !desc->probe) return hetccl_error(hetcclInvalidArgument, "device kind: incomplete descriptor");
-  if (hetccl_device_parse(desc->name) >= 0)
-    return hetccl_error(hetcclInvalidUsage, "device kind '%s' is already registered", desc->name);
-  if (g_nadded == MAX_ADDED) return hetccl_error(hetcclInvalidUsage, "more than %d device kinds registered", MAX_ADDED);
-  g_added[g_nadded++] = desc;
-  return hetcclSuccess;
+  return hetccl_registry_add(&g_kinds, desc);
 }
 
-int hetccl_device_kind_count(void) { return NBUILTIN + g_nadded; }
+int hetccl_device_kind_count(void) { return hetccl_registry_count(&g_kinds); }
 
-const struct hetccl_device_desc *hetccl_device_desc_get(int id) {
-  if (id < 0 || id >= hetccl_device_kind_count()) return NULL;
-  return id < NBUILTIN ? g_builtin[id] : g_added[id - NBUILTIN];
-}
+const struct hetccl_device_desc *hetccl_device_desc_get(int id) { return hetccl_registry_get(&g_kinds, id); }
 
 const struct hetccl_device_ops *hetccl_device_get(int kind) {
   const struct hetccl_device_desc *d = hetccl_device_desc_get(kind);
   return d ? d->ops : NULL; /* available() tells whether it runs here */
 }
 
-int hetccl_device_parse(const char *name) {
-  if (!name) return -1;
-  for (int k = 0; k < hetccl_device_kind_count(); k++)
-    if (!strcmp(name, hetccl_device_desc_get(k)->name)) return k;
-  return -1;
-}
+int hetccl_device_parse(const char *name) { return hetccl_registry_find(&g_kinds, name); }
 
 int hetccl_device_auto(void) {
   int best = HETCCL_DEVICE_HOST;
