@@ -185,6 +185,15 @@ int hetccl_device_auto(void);
  * ("sm_75 sm_80 ... compute_90"), or NULL when they were not built. */
 const char *hetccl_kernels_cuda_archs(void);
 
+/* The AMD architectures whose code objects of the same kernels are built into
+ * this library ("gfx908 gfx90a ..."), or NULL when none were built. */
+const char *hetccl_kernels_hip_archs(void);
+/* The code object for the device architecture `arch` as the HIP runtime
+ * names it ("gfx90a", or "gfx90a:sramecc+:xnack-": the part after ':' is
+ * ignored), with its size in `bytes`; NULL when that architecture is not
+ * built in. */
+const void *hetccl_kernels_hip_image(const char *arch, size_t *bytes);
+
 /* The ops of `kind`, or NULL when this build has none. */
 const struct hetccl_device_ops *hetccl_device_get(int kind);
 /* A kind's id by name ("host", "cuda", "hip", or a registered one); -1 when unknown. */
