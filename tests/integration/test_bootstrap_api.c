@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,19 +42,26 @@ struct launch {
   int bad_secret_rank; /* -1: every rank shares the secret */
 };
 
-/* A port that was free a moment ago (the kernel's choice for port 0). */
+/* A port that is free now, below the kernel's ephemeral range (32768 and
+ * up by default): a port the kernel picked for port 0 is one it may hand to
+ * another process's outgoing connection before the rendezvous listens on it
+ * (seen with many socket tests at once). Random start, then the next ones. */
 static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) close(fd);
-  return port ? port : 20000 + (int)(getpid() % 20000);
+  int start = 20000 + (int)((getpid() * 7919u + (unsigned)time(NULL)) % 12000);
+  for (int i = 0; i < 12000; i++) {
+    int port = 20000 + (start - 20000 + i) % 12000;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons((uint16_t)port);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  return start;
 }
 
 static void set_launcher_env(int rank, int nranks, void *arg) {
