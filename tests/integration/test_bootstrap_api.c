@@ -27,11 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ht.h"
+#include "ht_port.h"
 
 enum style { TORCHRUN, OPENMPI, SLURM };
 static const char *g_style_names[] = {"torchrun", "openmpi", "slurm"};
@@ -41,28 +41,6 @@ struct launch {
   int port;
   int bad_secret_rank; /* -1: every rank shares the secret */
 };
-
-/* A port that is free now, below the kernel's ephemeral range (32768 and
- * up by default): a port the kernel picked for port 0 is one it may hand to
- * another process's outgoing connection before the rendezvous listens on it
- * (seen with many socket tests at once). Random start, then the next ones. */
-static int free_port(void) {
-  int start = 20000 + (int)((getpid() * 7919u + (unsigned)time(NULL)) % 12000);
-  for (int i = 0; i < 12000; i++) {
-    int port = 20000 + (start - 20000 + i) % 12000;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) break;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons((uint16_t)port);
-    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    if (ok) return port;
-  }
-  return start;
-}
 
 static void set_launcher_env(int rank, int nranks, void *arg) {
   const struct launch *l = arg;
@@ -328,7 +306,7 @@ int main(void) {
   for (int s = TORCHRUN; s <= SLURM; s++) {
     static const int sizes[] = {1, 3};
     for (int k = 0; k < 2; k++) {
-      struct launch l = {(enum style)s, free_port(), -1};
+      struct launch l = {(enum style)s, ht_free_port(), -1};
       char name[64];
       snprintf(name, sizeof name, "%s n=%d", g_style_names[s], sizes[k]);
       struct ht_job job = {.name = name, .nranks = sizes[k], .timeout_s = 60, .env = set_launcher_env, .env_arg = &l};
@@ -336,7 +314,7 @@ int main(void) {
       printf("%s: %u cases, %u failed, %.1f s\n", name, job.ncases, job.nfailed, job.seconds);
     }
   }
-  struct launch bad = {TORCHRUN, free_port(), 2};
+  struct launch bad = {TORCHRUN, ht_free_port(), 2};
   struct ht_job job = {.name = "wrong secret n=3", .nranks = 3, .timeout_s = 90, .env = set_launcher_env,
                        .env_arg = &bad};
   ht_job_run(&job, refused_rank, NULL);

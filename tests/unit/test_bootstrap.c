@@ -26,6 +26,7 @@
 #include "util/error.h"
 #include "util/sock.h"
 #include "util/time.h"
+#include "ht_port.h"
 
 #define MAX_PROCS 16
 #define LONG_TIMEOUT_MS 20000
@@ -817,17 +818,6 @@ static void ids_proc(int rank, int n, void *arg) {
   CHECK(hetccl_bootstrap_init(&a, 2, 2, 1000, &bs) == hetcclInvalidArgument, "rank 2 of 2 is refused");
 }
 
-static int free_port(void) {
-  union hetccl_sockaddr a;
-  memset(&a, 0, sizeof a);
-  a.sin.sin_family = AF_INET;
-  a.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd;
-  if (hetccl_sock_listen(&a, &fd) != hetcclSuccess) return 29500;
-  close(fd);
-  return ntohs(a.sin.sin_port);
-}
-
 int main(void) {
   setenv("HETCCL_DEBUG", "NONE", 0); /* expected failures would flood the log; set HETCCL_DEBUG=WARN to see them */
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -848,9 +838,9 @@ int main(void) {
   run_procs("impostor root", 2, impostor_root_proc, NULL, 30);
   run_procs("garbage", 5, garbage_proc, NULL, 60);
   run_procs("missing rank", 3, missing_rank_proc, NULL, 30);
-  g_env_port = free_port();
+  g_env_port = ht_free_port();
   run_procs("env torchrun", 4, env_torchrun_proc, NULL, 60);
-  g_env_port = free_port();
+  g_env_port = ht_free_port();
   run_procs("env slurm", 3, env_slurm_proc, NULL, 60);
   run_procs("env errors", 1, env_errors_proc, NULL, 30);
   run_procs("mismatch", 2, mismatch_proc, NULL, 30);
