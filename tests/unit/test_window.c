@@ -1192,7 +1192,11 @@ static void case_exec_peer_gone(void) {
                                    {.link = mh.l[0][1], .dst = dst, .bytes = rn, .dt = hetcclUint8}};
   struct hetccl_phase ph = {.x = x, .n = 2, .cap = 2};
   CHECK(hetccl_dexec_exchange(X[0].d, &ph, X[0].us[0]) == hetcclSuccess, "exchange: %s", hetccl_last_error());
-  CHECK(!fs_sync_within(X[0].us[0], 50), "a phase whose peer is gone finished by itself");
+  /* It may finish only once the watch has released it (the watch runs every
+   * 100 ms and the peer left 400 ms ago, so on a loaded machine that can be
+   * within these 50 ms); then the communicator's error is already set. */
+  CHECK(!fs_sync_within(X[0].us[0], 50) || atomic_load(&X[0].err) == hetcclRemoteError,
+        "a phase whose peer is gone finished by itself, with no error from the watch");
   /* The departed side's window counters stay as they were; only the watch can release them. */
   uint64_t t0 = hetccl_now_ns();
   while (atomic_load(&X[0].err) == hetcclSuccess && ms_since(t0) < 3000) nap_ms(10);
