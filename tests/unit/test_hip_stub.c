@@ -132,8 +132,9 @@ static void ops_table(void) {
   const struct hetccl_device_ops *h = hetccl_device_get(HETCCL_DEVICE_HIP);
   const struct hetccl_device_desc *d = hetccl_device_desc_get(HETCCL_DEVICE_HIP);
   check(h == &hetccl_device_hip && d == &hetccl_device_desc_hip, "registry holds the hip kind");
-  check(d && !strcmp(d->name, "hip") && d->settings && d->priority > hetccl_device_desc_get(HETCCL_DEVICE_HOST)->priority,
-        "hip descriptor: name, settings, priority above host");
+  check(
+      d && !strcmp(d->name, "hip") && d->settings && d->priority > hetccl_device_desc_get(HETCCL_DEVICE_HOST)->priority,
+      "hip descriptor: name, settings, priority above host");
   check(h && h->kind == HETCCL_DEVICE_HIP && h->set_device && h->ctx_push && h->ctx_pop && h->stream_create &&
             h->stream_destroy && h->stream_synchronize && h->stream_wait_event && h->event_create && h->event_record &&
             h->event_query && h->event_destroy && h->copy_async && h->zero_async && h->host_alloc && h->host_free &&
@@ -344,6 +345,10 @@ static void no_device(const char *lib) {
   check(hetccl_device_hip.available() == 0, "runtime without a GPU: unavailable");
   check(hetccl_device_desc_hip.probe(why, sizeof why) == 0 && contains(why, "no AMD GPU"),
         "probe says there is no AMD GPU");
+  /* The ROCm 5 stand-in fails hipInit, the ROCm 6 one hipGetDeviceCount. */
+  check(contains(why, "hipInit") || contains(why, "hipGetDeviceCount: hipErrorNoDevice, 100"),
+        "the message names the call that found no GPU");
+  printf("  %s\n", why);
   void *p = NULL;
   expect_fail(hetccl_device_hip.mem_alloc(0, 64, &p), hetcclSystemError, "no AMD GPU", "mem_alloc without a GPU");
 }
@@ -375,6 +380,25 @@ static void debian_runtime(const char *lib) {
   printf("  %s\n", why);
 }
 
+/* HETCCL_HIP_LIBRARY unset: the default names, in order. */
+static void default_search(const char *unused) {
+  (void)unused;
+  unsetenv("HETCCL_HIP_LIBRARY");
+  const char *opened = hetccl_hip_library_opened();
+  if (opened) {
+    int known = 0;
+    for (int i = 0; hetccl_hip_library_names[i]; i++) known |= !strcmp(opened, hetccl_hip_library_names[i]);
+    check(known, "the default search opens one of the default names");
+    printf("  default search opened %s: %s\n", opened, hetccl_hip_load_error()[0] ? hetccl_hip_load_error() : "usable");
+  } else {
+    check(contains(hetccl_hip_load_error(), "tried libamdhip64.so, libamdhip64.so.7, .so.6, .so.5"),
+          "nothing found: the message lists the names tried");
+  }
+  const char *const *names = hetccl_hip_library_names;
+  check(!strcmp(names[0], "libamdhip64.so") && !strcmp(names[3], "libamdhip64.so.5") && names[4] == NULL,
+        "default names: libamdhip64.so, then the sonames of ROCm 7, 6, 5");
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   ops_table();
@@ -394,6 +418,7 @@ int main(void) {
   }
   in_child("HETCCL_HIP_LIBRARY", "/nonexistent/libamdhip64.so", NULL, NULL, no_library, "hip: runtime library missing");
   in_child("HETCCL_HIP_LIBRARY", "libm.so.6", NULL, NULL, not_hip, "hip: library is not HIP");
+  in_child(NULL, NULL, NULL, NULL, default_search, "hip: default library search");
   /* In a child: the parent never loads a real runtime before it forks. */
   in_child("HETCCL_HIP_LIBRARY", "libamdhip64.so.5", NULL, NULL, debian_runtime, "hip: Debian's libamdhip64.so.5");
   return tally_report();

@@ -70,7 +70,8 @@ hetcclResult_t hetccl_hip_arch_name(const struct hetccl_hip *hip, int device, ch
   return rc;
 }
 
-static const struct hetccl_hip_images g_builtin = {.archs = hetccl_kernels_hip_archs, .image = hetccl_kernels_hip_image};
+static const struct hetccl_hip_images g_builtin = {.archs = hetccl_kernels_hip_archs,
+                                                   .image = hetccl_kernels_hip_image};
 
 hetcclResult_t hetccl_hip_select_image(const struct hetccl_hip_images *images, const char *arch, const void **image,
                                        size_t *bytes) {

@@ -21,7 +21,12 @@ hetcclResult_t hetccl_hip_enter(const struct hetccl_hip *hip, int device, int *s
 void hetccl_hip_leave(const struct hetccl_hip *hip, int saved);
 
 /* What hipPointerGetAttributes says of `p`, the same on ROCm 5 and 6. */
-enum hetccl_hip_memory { HETCCL_HIP_MEM_UNKNOWN = 0, HETCCL_HIP_MEM_HOST, HETCCL_HIP_MEM_DEVICE, HETCCL_HIP_MEM_MANAGED };
+enum hetccl_hip_memory {
+  HETCCL_HIP_MEM_UNKNOWN = 0,
+  HETCCL_HIP_MEM_HOST,
+  HETCCL_HIP_MEM_DEVICE,
+  HETCCL_HIP_MEM_MANAGED
+};
 /* Decodes hipMemoryType as the runtime of `version` numbers it. */
 enum hetccl_hip_memory hetccl_hip_memory_kind(int version, int memory_type);
 /* *kind and *device (-1 when not known) of `p`; plain pageable host memory

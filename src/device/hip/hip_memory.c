@@ -115,7 +115,8 @@ hetcclResult_t hetccl_hip_host_alloc(int device, size_t bytes, void **host, void
   /* Portable: pinned for every device; mapped: kernels and stream waits
    * reach it at *dev; coherent: the host sees device writes (flags) without
    * a flush, which the stream waits and writes on it rely on. */
-  hipError_t r = hip->HostMalloc(&h, bytes ? bytes : 64, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent);
+  hipError_t r =
+      hip->HostMalloc(&h, bytes ? bytes : 64, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent);
   const char *what = "hipHostMalloc";
   if (r == hipSuccess) {
     r = hip->HostGetDevicePointer(&d, h, 0);
