@@ -16,6 +16,7 @@ have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd ip || need+=(iproute2)
 have_pkg libc6-dev || need+=(libc6-dev)
+have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 for arg in "$@"; do
   case "$arg" in
     --bench)

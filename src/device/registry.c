@@ -3,24 +3,16 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "device/hip/hip_internal.h"
 #include "util/error.h"
 #include "util/params.h"
 #include "util/registry.h"
-
-static int hip_probe(char *why, size_t why_size) {
-  snprintf(why, why_size, "no HIP backend in this build");
-  return 0;
-}
-
-/* hip is a name HETCCL_DEVICE accepts before its backend exists: init then
- * says it is not available, rather than that the name is unknown. */
-static const struct hetccl_device_desc g_hip = {.name = "hip", .priority = 20, .probe = hip_probe};
 
 /* Index = kind id: the built-ins keep enum hetccl_device_kind's values. */
 static const void *const g_builtin[] = {
     [HETCCL_DEVICE_HOST] = &hetccl_device_desc_host,
     [HETCCL_DEVICE_CUDA] = &hetccl_device_desc_cuda,
-    [HETCCL_DEVICE_HIP] = &g_hip,
+    [HETCCL_DEVICE_HIP] = &hetccl_device_desc_hip,
 };
 static const char *desc_name(const void *d) { return ((const struct hetccl_device_desc *)d)->name; }
 static struct hetccl_registry g_kinds = {.what = "device kind", .builtin = g_builtin,
