@@ -13,7 +13,9 @@ void info_devices(void) {
     if (!ops) {
       printf("  %-6s           not built\n", d->name);
     } else if (!ops->available || !ops->available()) {
-      printf("  %-6s           no device (runtime or device not found)\n", d->name);
+      char why[512] = "runtime or device not found";
+      if (d->probe) (void)d->probe(why, sizeof why);
+      printf("  %-6s           not usable here (%s)\n", d->name, why);
     } else {
       int n = ops->count ? ops->count() : 0;
       if (!ops->stream_create) printf("  %-6s           available (CPU memory)\n", d->name);
