@@ -10,7 +10,10 @@
 #    where NCCL's do, the same enums as HetCCL's nccl.h;
 #  - a program compiled against rccl.h and linked with -lrccl runs on a
 #    host rank (ncclGetVersion = 22203, a one-rank ncclAllToAll) and
-#    depends on librccl.so.1, not libnccl.so.2.
+#    depends on librccl.so.1, not libnccl.so.2;
+#  - installed (cmake --install into a temporary prefix): lib/hetccl/
+#    librccl.so.1, include/hetccl/rccl.h, hetccl-rccl.pc, and a program
+#    built with `pkg-config --cflags --libs hetccl-rccl` runs.
 # Usage: test_rccl_exports.sh <build-dir>. Prints "N passed, M failed".
 set -u
 build=${1:?usage: $0 <build-dir>}
@@ -140,5 +143,25 @@ if [ -x "$tmp/run" ]; then
   check $? "a program linked with -lrccl failed on a host rank: $out"
   [ "$(readelf -d "$tmp/run" | grep -c 'NEEDED.*librccl.so.1')" = 1 ]; check $? "the program does not depend on librccl.so.1"
   [ "$(readelf -d "$tmp/run" | grep -c 'NEEDED.*libnccl')" = 0 ]; check $? "the program depends on libnccl"
+fi
+
+# Installed like the NCCL face.
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1
+check $? "cmake --install failed: $(tail -5 "$tmp/install.log")"
+inst_lib=$(find "$prefix" -path '*/hetccl/librccl.so.1' | head -1)
+[ -n "$inst_lib" ]; check $? "librccl.so.1 is not installed under <libdir>/hetccl"
+[ -f "$prefix/include/hetccl/rccl.h" ]; check $? "rccl.h is not installed as include/hetccl/rccl.h"
+pcfile=$(find "$prefix" -name hetccl-rccl.pc | head -1)
+[ -n "$pcfile" ]; check $? "hetccl-rccl.pc is not installed"
+if [ -n "$pcfile" ] && command -v pkg-config >/dev/null 2>&1; then
+  pcdir=$(dirname "$pcfile")
+  flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs hetccl-rccl)
+  ilib=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir hetccl-rccl)
+  # shellcheck disable=SC2086
+  gcc -std=c11 "$tmp/run.c" $flags -o "$tmp/run_installed" 2>"$tmp/cc.log"
+  check $? "a program does not build with pkg-config hetccl-rccl ($flags): $(head -5 "$tmp/cc.log")"
+  out=$(HETCCL_DEVICE=host LD_LIBRARY_PATH=$ilib timeout 60 "$tmp/run_installed" 2>&1)
+  check $? "the installed face failed on a host rank: $out"
 fi
 finish
