@@ -14,7 +14,9 @@
  *  - the recursion guard recognises a real RCCL: a stand-in RCCL
  *    (test-tools/stand-in-rccl/librccl.so.1) calling its own ncclAllToAll
  *    and ncclAllToAllv through the dynamic linker, with the face first in
- *    the global scope, gets those calls back (it counts them);
+ *    the global scope, gets those calls back (it counts them); with a
+ *    stand-in NCCL loaded and entered first, a call made while the thread
+ *    is inside RCCL still goes to RCCL;
  *  - on 3 ranks in one domain and 4 ranks in two domains (HETCCL_DOMAIN),
  *    so the cross-domain plans run under the RCCL names too.
  */
@@ -113,6 +115,24 @@ static void check_guard(ht_ctx *ctx) {
   /* The program's own call still reaches HetCCL (a NULL communicator is refused there). */
   ht_case(ctx, ncclAllToAll(NULL, NULL, 1, ncclInt32, NULL, NULL) != ncclSuccess && calls("ncclAllToAll") == 1,
           "the program's ncclAllToAll went to the stand-in");
+
+  /* NCCL and RCCL both loaded: a call made while this thread is inside RCCL
+   * goes back to RCCL, though NCCL was the first library entered. */
+  void *hn = dlopen(HETCCL_TEST_STAND_IN_NCCL, RTLD_NOW | RTLD_LOCAL);
+  void (*enter)(const void *) = (void (*)(const void *))dlsym(RTLD_DEFAULT, "hetcclInternalNcclRealEnter");
+  void (*leave)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "hetcclInternalNcclRealLeave");
+  void *nccl_v = hn ? dlsym(hn, "ncclGetVersion") : NULL, *rccl_v = dlsym(h, "ncclGetVersion");
+  if (ht_case(ctx, hn && enter && leave && nccl_v && rccl_v, "stand-in NCCL or the guard's enter/leave not found")) {
+    enter(nccl_v);
+    leave();
+    enter(rccl_v);
+    rc = ncclAllToAll(NULL, NULL, 0, ncclInt32, NULL, NULL);
+    leave();
+    ht_case(ctx, rc == ncclSuccess && calls("ncclAllToAll") == 2,
+            "inside RCCL (NCCL entered first), ncclAllToAll did not reach RCCL (rc %d, calls %d)", (int)rc,
+            calls("ncclAllToAll"));
+  }
+  if (hn) dlclose(hn);
   dlclose(h);
 }
 
