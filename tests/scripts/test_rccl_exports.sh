@@ -90,6 +90,20 @@ if command -v g++ >/dev/null 2>&1; then
   check $? "rccl.h does not compile as C++11: $(head -5 "$tmp/cxx.log")"
 fi
 
+# With HIP's own header, before or after (hipStream_t is HIP's type).
+hip_h=${HIP_INCLUDE:-/usr/include}/hip/hip_runtime_api.h
+if [ -f "$hip_h" ]; then
+  for order in "hip/hip_runtime_api.h rccl.h" "rccl.h hip/hip_runtime_api.h"; do
+    { for h in $order; do echo "#include <$h>"; done
+      echo "int main(void) { hipStream_t s = 0; ncclComm_t c = NULL; return (int)ncclAllToAll(NULL, NULL, 0, ncclInt32, c, s); }"; } >"$tmp/hip.c"
+    gcc -std=c11 -Wall -Werror -D__HIP_PLATFORM_AMD__ -I"$(dirname "$(dirname "$hip_h")")" -I"$src/include/rccl" \
+      -c "$tmp/hip.c" -o "$tmp/hip.o" 2>"$tmp/cc.log"
+    check $? "rccl.h does not compile with HIP's header ($order): $(head -5 "$tmp/cc.log")"
+  done
+else
+  echo "note: $hip_h absent; rccl.h not compiled together with HIP's header"
+fi
+
 # RCCL's values and layout (C11 static assertions), and the enums equal to nccl.h's.
 cat >"$tmp/abi.c" <<'EOS'
 #include <stddef.h>
