@@ -7,6 +7,10 @@
  *    same arguments, same meaning.
  *  - ncclAllToAllv: counts and displacements in elements, one entry per
  *    peer, as hetcclAlltoAllv takes them.
+ *  - mscclLoadAlgo, mscclRunAlgo, mscclUnloadAlgo: RCCL's MSCCL algorithm
+ *    interface (meant for an MSCCL scheduler, not end users). HetCCL runs
+ *    no MSCCL algorithms: each is refused with ncclInvalidUsage and a
+ *    message, so a program linked against RCCL still loads.
  *
  * Both are pnccl<Name> with nccl<Name> a weak alias, and start with the
  * guard: a call from the real RCCL (which calls its own exported names
@@ -41,6 +45,38 @@ FACE_API ncclResult_t pncclAllToAllv(const void *sendbuff, const size_t sendcoun
                                      (hetcclStream_t)(void *)stream));
 }
 FACE_ALIAS(ncclAllToAllv)
+
+typedef int mscclAlgoHandle_t;
+ncclResult_t pmscclLoadAlgo(const char *mscclAlgoFilePath, mscclAlgoHandle_t *mscclAlgoHandle, int rank);
+ncclResult_t pmscclRunAlgo(const void *sendBuff, const size_t sendCounts[], const size_t sDisPls[], void *recvBuff,
+                           const size_t recvCounts[], const size_t rDisPls[], size_t count, ncclDataType_t dataType,
+                           int root, int peer, ncclRedOp_t op, mscclAlgoHandle_t mscclAlgoHandle, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t pmscclUnloadAlgo(mscclAlgoHandle_t mscclAlgoHandle);
+
+#define NO_MSCCL "HetCCL runs no MSCCL algorithms (RCCL's MSCCL interface is not supported)"
+
+FACE_API ncclResult_t pmscclLoadAlgo(const char *mscclAlgoFilePath, mscclAlgoHandle_t *mscclAlgoHandle, int rank) {
+  FACE_GUARD(mscclLoadAlgo, mscclAlgoFilePath, mscclAlgoHandle, rank);
+  return face_refuse("mscclLoadAlgo", NO_MSCCL);
+}
+FACE_ALIAS(mscclLoadAlgo)
+
+FACE_API ncclResult_t pmscclRunAlgo(const void *sendBuff, const size_t sendCounts[], const size_t sDisPls[],
+                                    void *recvBuff, const size_t recvCounts[], const size_t rDisPls[], size_t count,
+                                    ncclDataType_t dataType, int root, int peer, ncclRedOp_t op,
+                                    mscclAlgoHandle_t mscclAlgoHandle, ncclComm_t comm, cudaStream_t stream) {
+  FACE_GUARD(mscclRunAlgo, sendBuff, sendCounts, sDisPls, recvBuff, recvCounts, rDisPls, count, dataType, root, peer,
+             op, mscclAlgoHandle, comm, stream);
+  return face_refuse("mscclRunAlgo", NO_MSCCL);
+}
+FACE_ALIAS(mscclRunAlgo)
+
+FACE_API ncclResult_t pmscclUnloadAlgo(mscclAlgoHandle_t mscclAlgoHandle) {
+  FACE_GUARD(mscclUnloadAlgo, mscclAlgoHandle);
+  return face_refuse("mscclUnloadAlgo", NO_MSCCL);
+}
+FACE_ALIAS(mscclUnloadAlgo)
 
 #else
 /* ISO C wants a declaration in every translation unit. */

@@ -17,6 +17,7 @@
  *    the global scope, gets those calls back (it counts them); with a
  *    stand-in NCCL loaded and entered first, a call made while the thread
  *    is inside RCCL still goes to RCCL;
+ *  - RCCL's MSCCL interface is refused with ncclInvalidUsage, naming it;
  *  - on 3 ranks in one domain and 4 ranks in two domains (HETCCL_DOMAIN),
  *    so the cross-domain plans run under the RCCL names too.
  */
@@ -144,6 +145,11 @@ static int rank_main(ht_ctx *ctx, void *arg) {
   ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == NCCL_VERSION_CODE && v == 22203,
           "ncclGetVersion: %d, want RCCL's NCCL base version 22203", v);
   check_guard(ctx);
+  mscclAlgoHandle_t algo = 0;
+  ncclResult_t mr = mscclLoadAlgo("/nonexistent.xml", &algo, ctx->rank);
+  const char *why = ncclGetLastError(NULL);
+  ht_case(ctx, mr == ncclInvalidUsage && why && strstr(why, "MSCCL") && mscclUnloadAlgo(algo) == ncclInvalidUsage,
+          "mscclLoadAlgo/UnloadAlgo: %d (%s), want ncclInvalidUsage naming MSCCL", (int)mr, why ? why : "");
   hetcclUniqueId hid;
   if (ht_oob_unique_id(ctx, make_id, &hid) != 1) return 1;
   ncclUniqueId id;

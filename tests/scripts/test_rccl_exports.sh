@@ -2,7 +2,8 @@
 # HetCCL's RCCL face (build/lib/librccl.so.1) against RCCL's ABI:
 #  - file librccl.so.2.22.3, soname librccl.so.1, librccl.so beside it;
 #  - it exports exactly the NCCL face's names plus RCCL's own
-#    (ncclAllToAll, ncclAllToAllv and their pnccl forms), ncclX weak and
+#    (ncclAllToAll, ncclAllToAllv, the refused msccl{Load,Run,Unload}Algo,
+#    and their p-prefixed forms), ncclX weak and
 #    pncclX strong; the NCCL face does not export RCCL's names;
 #  - every function declared in HetCCL's include/rccl/rccl.h is exported;
 #  - rccl.h compiles as C99 (pedantic), C11 and C++11, and gives RCCL's
@@ -37,7 +38,7 @@ finish() {
 }
 declared() {
   gcc -fpreprocessed -dD -E -P -x c "$1" 2>/dev/null | grep -v '^[[:space:]]*#' |
-    grep -oE '\bp?nccl[A-Za-z0-9_]*[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u
+    grep -oE '\bp?(nccl|msccl)[A-Za-z0-9_]*[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u
 }
 
 [ -f "$lib" ]; check $? "$lib does not exist"
@@ -49,15 +50,16 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 
 nm -D --defined-only "$lib" | awk '{print $2, $3}' | sort -k2 >"$tmp/exports"
 nm -D --defined-only "$nccl_face" | awk '{print $2, $3}' | sort -k2 >"$tmp/nccl_exports"
-printf '%s\n' "W ncclAllToAll" "T pncclAllToAll" "W ncclAllToAllv" "T pncclAllToAllv" >"$tmp/extra"
+printf '%s\n' "W ncclAllToAll" "T pncclAllToAll" "W ncclAllToAllv" "T pncclAllToAllv" \
+  "W mscclLoadAlgo" "T pmscclLoadAlgo" "W mscclRunAlgo" "T pmscclRunAlgo" "W mscclUnloadAlgo" "T pmscclUnloadAlgo" >"$tmp/extra"
 sort -k2 "$tmp/nccl_exports" "$tmp/extra" >"$tmp/want"
 diff "$tmp/want" "$tmp/exports" >"$tmp/exports.diff"
-check $? "exports differ from the NCCL face's plus RCCL's four (< wanted, > exported): $(head -20 "$tmp/exports.diff")"
+check $? "exports differ from the NCCL face's plus RCCL's ten (< wanted, > exported): $(head -20 "$tmp/exports.diff")"
 n=$(wc -l <"$tmp/exports")
 [ "$n" -ge 100 ]; check $? "only $n exports"
-others=$(awk '$2 !~ /^p?nccl/ {print $2}' "$tmp/exports" | tr '\n' ' ')
-[ -z "$others" ]; check $? "exports other than nccl*/pnccl*: $others"
-leaked=$(awk '$2 ~ /AllToAll/ {print $2}' "$tmp/nccl_exports" | tr '\n' ' ')
+others=$(awk '$2 !~ /^p?(nccl|msccl)/ {print $2}' "$tmp/exports" | tr '\n' ' ')
+[ -z "$others" ]; check $? "exports other than nccl*/pnccl*/msccl*/pmsccl*: $others"
+leaked=$(awk '$2 ~ /AllToAll|msccl/ {print $2}' "$tmp/nccl_exports" | tr '\n' ' ')
 [ -z "$leaked" ]; check $? "the NCCL face exports RCCL's names: $leaked"
 
 declared "$ours" >"$tmp/declared"
@@ -65,7 +67,7 @@ nd=$(wc -l <"$tmp/declared")
 [ "$nd" -ge 70 ]; check $? "only $nd functions found in $ours (parsing failed?)"
 missing=$(while read -r f; do awk -v f="$f" '$2 == f {found=1} END {exit !found}' "$tmp/exports" || echo "$f"; done <"$tmp/declared" | tr '\n' ' ')
 [ -z "$missing" ]; check $? "declared in rccl.h but not exported: $missing"
-unpaired=$(grep -v '^pnccl' "$tmp/declared" | while read -r f; do grep -qx "p$f" "$tmp/declared" || echo "$f"; done)
+unpaired=$(grep -vE '^p(nccl|msccl)' "$tmp/declared" | while read -r f; do grep -qx "p$f" "$tmp/declared" || echo "$f"; done)
 [ -z "$unpaired" ]; check $? "rccl.h declares without a pnccl twin: $unpaired"
 # RCCL (2024 release) has no Shrink, Revoke, windows or device API: rccl.h does not declare them.
 absent=$(grep -E 'Shrink|Revoke|Window|DevComm|Team' "$tmp/declared" | tr '\n' ' ')
