@@ -11,7 +11,8 @@
  * then renamed); the others wait for the file. Every collective of the API
  * both faces share runs on int32 (and float for Avg) for counts
  * {0, 1, 7, 1023}, each element checked against its closed form on every
- * rank: AllReduce (sum, prod, max, min, avg, in place and not), Broadcast,
+ * rank: AllReduce (sum, prod, max, min, avg, PreMulSum, in place and not),
+ * Broadcast, Bcast,
  * Reduce, AllGather, ReduceScatter, all-to-all (ncclAlltoAll on the NCCL
  * face, ncclAllToAll on the RCCL face), Gather, Scatter, grouped
  * Send/Recv around a ring. TWO_FACES_CORRUPT=1 makes this rank send wrong
@@ -97,7 +98,26 @@ static void run(size_t count) {
   }
   check(ok, "AllReduce avg float", count);
 
+  /* PreMulSum: each rank's input times 2, summed (exact in float). */
+  float two = 2.0f;
+  ncclRedOp_t pm;
+  for (size_t k = 0; k < count; k++) fa[k] = (float)in(me, k), fb[k] = -1;
+  ok = ncclRedOpCreatePreMulSum(&pm, &two, ncclFloat32, ncclScalarHostImmediate, g_comm) == ncclSuccess;
+  ok = ok && ncclAllReduce(fa, fb, count, ncclFloat32, pm, g_comm, NULL) == ncclSuccess;
+  ok = ok && ncclRedOpDestroy(pm, g_comm) == ncclSuccess;
+  for (size_t k = 0; k < count && ok; k++) {
+    double want = 0;
+    for (int r = 0; r < n; r++) want += 2.0 * truth(r, k);
+    ok = fb[k] == (float)want;
+  }
+  check(ok, "AllReduce PreMulSum float", count);
+
   int root = n - 1;
+  for (size_t k = 0; k < count; k++) a[k] = me == 0 ? in(me, k) : -1;
+  ok = ncclBcast(a, count, ncclInt32, 0, g_comm, NULL) == ncclSuccess;
+  for (size_t k = 0; k < count && ok; k++) ok = a[k] == truth(0, k);
+  check(ok, "Bcast", count);
+
   for (size_t k = 0; k < count; k++) a[k] = me == root ? in(me, k) : -1, b[k] = -1;
   ok = ncclBroadcast(a, b, count, ncclInt32, root, g_comm, NULL) == ncclSuccess;
   for (size_t k = 0; k < count && ok; k++) ok = b[k] == truth(root, k);
