@@ -6,7 +6,8 @@
  *  - a communicator made with ncclCommInitRankConfig from RCCL's
  *    ncclConfig_t (its 48-byte layout, padding filled with garbage) works;
  *    a config too short to hold `blocking` is refused with
- *    ncclInvalidArgument;
+ *    ncclInvalidArgument; the two-domain job makes its communicator from
+ *    an 80-byte config of NCCL 2.28's layout instead (read by its size);
  *  - ncclAllToAll and pncclAllToAll (RCCL's capital T) and ncclAllToAllv
  *    (uneven counts, zeros included, gaps between the blocks on both
  *    sides) for int32 and float, counts {0, 1, 7, 1000}, every element
@@ -140,7 +141,6 @@ static void check_guard(ht_ctx *ctx) {
 static hetcclResult_t make_id(hetcclUniqueId *id) { return (hetcclResult_t)ncclGetUniqueId((ncclUniqueId *)(void *)id); }
 
 static int rank_main(ht_ctx *ctx, void *arg) {
-  (void)arg;
   int v = 0;
   ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == NCCL_VERSION_CODE && v == 22203,
           "ncclGetVersion: %d, want RCCL's NCCL base version 22203", v);
@@ -172,7 +172,30 @@ static int rank_main(ht_ctx *ctx, void *arg) {
   ncclResult_t rc = ncclCommInitRankConfig(&none, ctx->nranks, id, ctx->rank, &shortcfg);
   ht_case(ctx, rc == ncclInvalidArgument && none == NULL, "a 16-byte config gave %d, want ncclInvalidArgument", (int)rc);
 
-  rc = ncclCommInitRankConfig(&g_comm, ctx->nranks, id, ctx->rank, &cfg);
+  /* NCCL 2.28's longer layout (80 bytes) is read by its size too: the
+   * two-domain job makes its communicator with one. */
+  struct {
+    size_t size;
+    unsigned int magic, version;
+    int blocking, cgaClusterSize, minCTAs, maxCTAs;
+    const char *netName;
+    int splitShare, trafficClass;
+    const char *commName;
+    int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
+  } longer;
+  memset(&longer, 0, sizeof longer);
+  longer.size = sizeof longer;
+  longer.magic = init.magic;
+  longer.version = 22809;
+  longer.blocking = 1;
+  longer.cgaClusterSize = longer.minCTAs = longer.maxCTAs = longer.trafficClass = NCCL_CONFIG_UNDEF_INT;
+  longer.collnetEnable = longer.CTAPolicy = longer.shrinkShare = longer.nvlsCTAs = NCCL_CONFIG_UNDEF_INT;
+  longer.nChannelsPerNetPeer = longer.nvlinkCentricSched = longer.splitShare = NCCL_CONFIG_UNDEF_INT;
+  longer.commName = "rccl-face-test";
+  int use_longer = *(const int *)arg > 1;
+  ht_case(ctx, sizeof longer == 80, "NCCL's layout is %zu bytes here, want 80", sizeof longer);
+  rc = ncclCommInitRankConfig(&g_comm, ctx->nranks, id, ctx->rank,
+                              use_longer ? (ncclConfig_t *)(void *)&longer : &cfg);
   if (!ht_case(ctx, rc == ncclSuccess, "ncclCommInitRankConfig: %d: %s", (int)rc, ncclGetLastError(NULL))) return 1;
   int count = 0, rank = -1;
   ht_case(ctx, ncclCommCount(g_comm, &count) == ncclSuccess && count == ctx->nranks &&
@@ -212,7 +235,7 @@ int main(void) {
     int domains = jobs[j].domains;
     snprintf(name, sizeof name, "rccl face n=%d domains=%d", jobs[j].nranks, domains);
     struct ht_job job = {.name = name, .nranks = jobs[j].nranks, .timeout_s = 120, .env = set_env, .env_arg = &domains};
-    ht_job_run(&job, rank_main, NULL);
+    ht_job_run(&job, rank_main, &domains);
     printf("%s: %u cases, %u failed, %.1f s\n", name, job.ncases, job.nfailed, job.seconds);
     fflush(stdout);
   }
