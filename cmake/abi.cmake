@@ -2,8 +2,9 @@
 # libhetccl.so (src/abi/README.md). One set of face sources; each face is
 # one hetccl_add_face() call giving what differs between vendors (library
 # name, soname version, file version, export map, install folder, the name
-# in messages). Today: lib/libnccl.so.2 (NCCL 2.28.9's API). RCCL's
-# librccl.so.1 would be one more call with its own name, version and map.
+# in messages). lib/libnccl.so.2 (NCCL 2.28.9's API) and lib/librccl.so.1
+# (RCCL's API: NCCL's names plus ncclAllToAll/ncclAllToAllv, version code
+# 2.22.3, RCCL's ncclConfig_t read by its size).
 #
 # Include from the top-level CMakeLists.txt after the hetccl target:
 #   include(cmake/abi.cmake)
@@ -11,7 +12,8 @@
 # Install layout (kept out of the default library path on purpose, so that
 # installing HetCCL does not replace NVIDIA's NCCL for every program):
 #   <libdir>/hetccl/libnccl.so.2   (RUNPATH $ORIGIN/.. finds libhetccl.so)
-#   <includedir>/hetccl/nccl.h
+#   <libdir>/hetccl/librccl.so.1
+#   <includedir>/hetccl/nccl.h, <includedir>/hetccl/rccl.h
 
 file(GLOB HETCCL_ABI_FACE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/abi/nccl_face*.c)
 
@@ -34,10 +36,13 @@ unset(_hetccl_abi_objs)
 #                       installed as <includedir>/hetccl/<its name>
 #   [PKGCONFIG <file>]  a pkg-config template (<name>.pc.in), configured
 #                       and installed as <libdir>/pkgconfig/<name>.pc)
+#   [DEFINITIONS <d>...] more compile definitions for this face only
+#                       (HETCCL_FACE_RCCL: RCCL's extra names and config
+#                       layout, in src/abi/nccl_face_rccl.c and face_config)
 # Compile definitions carry what the sources must not hard-code:
 # HETCCL_FACE_VERSION_CODE and HETCCL_FACE_TITLE (src/abi/nccl_face.h).
 function(hetccl_add_face target)
-  cmake_parse_arguments(FACE "" "NAME;SOVERSION;VERSION;TITLE;MAP;INSTALL_DIR;HEADER;PKGCONFIG" "" ${ARGN})
+  cmake_parse_arguments(FACE "" "NAME;SOVERSION;VERSION;TITLE;MAP;INSTALL_DIR;HEADER;PKGCONFIG" "DEFINITIONS" ${ARGN})
   foreach(arg NAME SOVERSION VERSION TITLE MAP INSTALL_DIR)
     if(NOT DEFINED FACE_${arg})
       message(FATAL_ERROR "hetccl_add_face(${target}): ${arg} is required")
@@ -54,7 +59,8 @@ function(hetccl_add_face target)
   # The face never needs CUDA's headers: streams are opaque pointers to it.
   target_compile_definitions(${target} PRIVATE HETCCL_NCCL_NO_CUDA_RUNTIME
     HETCCL_FACE_VERSION_CODE=${code}
-    HETCCL_FACE_TITLE="${FACE_TITLE}")
+    HETCCL_FACE_TITLE="${FACE_TITLE}"
+    ${FACE_DEFINITIONS})
   target_compile_options(${target} PRIVATE -fvisibility=hidden)
   target_link_libraries(${target} PRIVATE hetccl ${CMAKE_DL_LIBS})
   target_link_options(${target} PRIVATE -Wl,--version-script=${FACE_MAP} -Wl,--no-undefined)
@@ -88,3 +94,18 @@ hetccl_add_face(nccl_face
   INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl
   HEADER ${CMAKE_SOURCE_DIR}/include/nccl/nccl.h
   PKGCONFIG ${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in)
+
+# RCCL's face. RCCL reports the NCCL base version it follows, not ROCm's:
+# 2.22.3 is the RCCL of ROCm 6.3 and 6.4 (its ncclGetVersion gives 22203),
+# the newest RCCL whose API the face's names cover (NCCL's 2.28 names are a
+# superset; RCCL's own extras come from HETCCL_FACE_RCCL).
+hetccl_add_face(rccl_face
+  NAME rccl
+  SOVERSION 1
+  VERSION 2.22.3
+  TITLE "RCCL"
+  MAP ${CMAKE_SOURCE_DIR}/src/abi/rccl_face.map
+  INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl
+  HEADER ${CMAKE_SOURCE_DIR}/include/rccl/rccl.h
+  PKGCONFIG ${CMAKE_SOURCE_DIR}/cmake/hetccl-rccl.pc.in
+  DEFINITIONS HETCCL_FACE_RCCL=1)

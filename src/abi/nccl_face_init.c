@@ -44,6 +44,21 @@ SAME_OFFSET(nvlinkCentricSched);
 #undef SAME_OFFSET
 
 #define CONFIG_MAGIC 0xcafebeefu
+
+#ifdef HETCCL_FACE_RCCL
+/* sizeof RCCL's ncclConfig_t: NCCL's fields up to splitShare, padded to the
+ * alignment of its pointer (netName). */
+struct face_rccl_config {
+  size_t size;
+  unsigned int magic, version;
+  int blocking, cgaClusterSize, minCTAs, maxCTAs;
+  const char *netName;
+  int splitShare;
+};
+#define HETCCL_FACE_RCCL_CONFIG_SIZE sizeof(struct face_rccl_config)
+_Static_assert(offsetof(struct face_rccl_config, splitShare) == offsetof(ncclConfig_t, splitShare),
+               "RCCL's config is a prefix of NCCL's");
+#endif
 #define FIELD_END(f) (offsetof(ncclConfig_t, f) + sizeof(((ncclConfig_t *)0)->f))
 
 ncclResult_t face_missing(const char *name) {
@@ -90,6 +105,14 @@ ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t 
     snprintf(msg, sizeof msg, "config size %zu ends before the blocking field", size);
     return face_invalid(fn, msg);
   }
+#ifdef HETCCL_FACE_RCCL
+  /* RCCL's ncclConfig_t (ncclConfig_v21700) ends with splitShare, so its
+   * size (48 on LP64) includes 4 bytes of padding where NCCL's layout has
+   * trafficClass: a config no larger than RCCL's is read up to splitShare,
+   * never taking that padding as a field. A larger one comes from a header
+   * with NCCL's later fields, read as NCCL's. */
+  if (size <= HETCCL_FACE_RCCL_CONFIG_SIZE) size = FIELD_END(splitShare);
+#endif
   size_t copy = 0;
   for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
     if (ends[i] <= size) copy = ends[i];

@@ -1,10 +1,13 @@
-/* RCCL as a component: the library of hip domains once the AMD backend
- * exists. Today only its setting (HETCCL_RCCL_LIBRARY, read by the search
- * in ccl/lib_search.c) and hetccl-info's search use it. */
+/* RCCL as a component: the library of hip domains (nccl/rccl_instance.c),
+ * and its setting. The search reads HETCCL_RCCL_LIBRARY itself
+ * (ccl/lib_search.c); the table makes it checked and shown like every
+ * other setting. Without librccl.so.1 the probe says why (what the search
+ * tried), and a hip domain's init fails with that reason. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ccl/ccl.h"
+#include "ccl/nccl/rccl_vendor.h"
 #include "device/device.h"
 #include "util/settings.h"
 
@@ -24,7 +27,8 @@ static struct hetccl_settings_table g_settings = {.owner = "rccl", .items = g_it
 static int rccl_serves(const struct hetccl_device_desc *kind) { return !strcmp(kind->name, "hip"); }
 
 static int rccl_probe(char *why, size_t why_size) {
-  snprintf(why, why_size, "no RCCL backend in this build");
+  if (hetccl_vendor_rccl_version()) return 1;
+  snprintf(why, why_size, "%s", hetccl_vendor_rccl_error());
   return 0;
 }
 
@@ -34,4 +38,5 @@ const struct hetccl_ccl_desc hetccl_ccl_desc_rccl = {
     .serves = rccl_serves,
     .probe = rccl_probe,
     .settings = &g_settings,
+    .ops = &hetccl_vendor_rccl,
 };

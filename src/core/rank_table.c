@@ -9,8 +9,32 @@
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
+/*
+ * Every record starts with a header naming its format, so that ranks of
+ * different builds (a program on the NCCL face and one on the RCCL face,
+ * or two HetCCL versions) either agree on every byte of the table or stop
+ * at init with an error that says so:
+ *   0 magic u32 "HCRT" | 4 format version u16 | 6 reserved u16 | 8 record bytes u64
+ * little-endian. Raise HETCCL_RANK_TABLE_VERSION whenever the layout of a
+ * record (struct hetccl_rank_info, the transport addresses, the component
+ * blocks) changes in a way an older build would misread.
+ */
+#define RANK_TABLE_MAGIC 0x48435254u /* "HCRT" */
+#define HETCCL_RANK_TABLE_VERSION 1
+#define HEADER_BYTES 16
+
+static void put_le(unsigned char *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_le(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
 /* Offsets within a record. */
-static size_t addrs_at(void) { return ALIGN8(sizeof(struct hetccl_rank_info)); }
+static size_t info_at(void) { return HEADER_BYTES; }
+static size_t addrs_at(void) { return ALIGN8(info_at() + sizeof(struct hetccl_rank_info)); }
 static size_t ready_at(const struct hetccl_comm *c) {
   return addrs_at() + (size_t)c->ntransports * HETCCL_TRANSPORT_ADDR_BYTES;
 }
@@ -38,11 +62,42 @@ hetcclResult_t hetccl_rank_table_alloc(struct hetccl_comm *c) {
   return hetcclSuccess;
 }
 
+/* Whether rank `r`'s record has this build's format; an error naming the
+ * difference when not. */
+static hetcclResult_t check_header(struct hetccl_comm *c, int r) {
+  const unsigned char *h = record(c, r);
+  uint32_t magic = (uint32_t)get_le(h, 4);
+  unsigned version = (unsigned)get_le(h + 4, 2);
+  uint64_t bytes = get_le(h + 8, 8);
+  if (magic != RANK_TABLE_MAGIC)
+    return hetccl_error(hetcclInvalidUsage,
+                        "rank %d sent no HetCCL rank table record (magic 0x%08x): it is not a HetCCL rank of "
+                        "this wire format",
+                        r, (unsigned)magic);
+  if (version != HETCCL_RANK_TABLE_VERSION)
+    return hetccl_error(hetcclInvalidUsage,
+                        "rank %d uses rank table format version %u, this rank version %u: every rank of a "
+                        "communicator must run a HetCCL of the same wire format",
+                        r, version, (unsigned)HETCCL_RANK_TABLE_VERSION);
+  if (bytes != c->record_bytes)
+    return hetccl_error(hetcclInvalidUsage,
+                        "rank %d's rank table record is %llu bytes, this rank's %zu: the ranks were built with "
+                        "different transports or components",
+                        r, (unsigned long long)bytes, c->record_bytes);
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_rank_table_exchange(struct hetccl_comm *c, const struct hetccl_rank_info *me) {
-  memcpy(record(c, c->rank), me, sizeof *me);
+  unsigned char *mine = record(c, c->rank);
+  put_le(mine, RANK_TABLE_MAGIC, 4);
+  put_le(mine + 4, HETCCL_RANK_TABLE_VERSION, 2);
+  put_le(mine + 6, 0, 2);
+  put_le(mine + 8, c->record_bytes, 8);
+  memcpy(mine + info_at(), me, sizeof *me);
   hetccl_component_blocks_pack(record(c, c->rank) + blocks_at(c));
   HETCCL_TRY(hetccl_bootstrap_allgather(c->bootstrap, c->rank_table, c->record_bytes));
-  for (int r = 0; r < c->nranks; r++) memcpy(&c->infos[r], record(c, r), sizeof c->infos[r]);
+  for (int r = 0; r < c->nranks; r++) HETCCL_TRY(check_header(c, r));
+  for (int r = 0; r < c->nranks; r++) memcpy(&c->infos[r], record(c, r) + info_at(), sizeof c->infos[r]);
   /* Agreed settings: rank 0's, so every rank plans alike. */
   return hetccl_component_values_make(record(c, 0) + blocks_at(c), &c->component_values);
 }

@@ -15,6 +15,10 @@
  * There the calls a one-rank communicator needs succeed without doing
  * anything (unique id, init, destroy, groups, send/receive, all-to-all)
  * and are counted: stand_in_calls("ncclSend") says how often each ran.
+ * The same build is also test-tools/stand-in-rccl/librccl.so.1, the
+ * stand-in AMD RCCL of tests/unit/test_rccl_instance.c and
+ * tests/abi/rccl_face_test.c (stand_in_self_calls: RCCL calling its own
+ * exported names).
  */
 #include <stddef.h>
 #include <string.h>
@@ -155,6 +159,16 @@ int ncclAllToAllv(const void *s, const size_t *sc, const size_t *sd, void *r, co
                   comm_t c, stream_t st) {
   (void)s, (void)sc, (void)sd, (void)r, (void)rc, (void)rd, (void)dt, (void)c, (void)st;
   CALL(ncclAllToAllv);
+}
+
+/* RCCL calls its own exported names through the dynamic linker: this does
+ * the same with its all-to-alls, so a face first in the global scope gets
+ * the calls and must hand them back here (tests/abi/rccl_face_test.c). */
+int stand_in_self_calls(void) {
+  size_t one = 1, zero = 0;
+  int a = ncclAllToAll(NULL, NULL, 0, 0, (comm_t)g_calls, NULL);
+  int b = ncclAllToAllv(NULL, &one, &zero, NULL, &one, &zero, 0, (comm_t)g_calls, NULL);
+  return a != 0 ? a : b;
 }
 #else
 int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {

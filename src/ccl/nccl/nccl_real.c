@@ -29,6 +29,10 @@ static atomic_int g_ncallers;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(void *) g_vendor_nccl; /* the NCCL the vendor calls (first enter) */
 static _Thread_local int t_depth;
+/* The library this thread entered (an address of its code): with NCCL and
+ * RCCL both loaded in one process, a call made while inside one goes back
+ * to that one, not to whichever was entered first. */
+static _Thread_local const void *t_entered;
 
 static void remember_vendor(const void *real_symbol) {
   Dl_info info;
@@ -40,7 +44,7 @@ static void remember_vendor(const void *real_symbol) {
 }
 
 void hetccl_nccl_real_enter(const void *real_symbol) {
-  t_depth++;
+  if (t_depth++ == 0) t_entered = real_symbol;
   if (!atomic_load_explicit(&g_vendor_nccl, memory_order_acquire)) remember_vendor(real_symbol);
 }
 
@@ -167,14 +171,21 @@ static void *classify(uintptr_t addr) {
   return verdict(&c);
 }
 
-void *hetcclInternalNcclReal(const void *caller) {
-  if (t_depth > 0) {
-    void *v = atomic_load_explicit(&g_vendor_nccl, memory_order_acquire);
-    if (v) return v;
-  }
-  uintptr_t a = (uintptr_t)caller;
+/* The verdict for code at `a` (cached per library). */
+static void *lookup(uintptr_t a) {
   int n = atomic_load_explicit(&g_ncallers, memory_order_acquire);
   for (int i = 0; i < n; i++)
     if (a >= g_callers[i].lo && a < g_callers[i].hi) return verdict(&g_callers[i]);
   return classify(a);
+}
+
+void *hetcclInternalNcclReal(const void *caller) {
+  if (t_depth > 0) {
+    /* The library this thread entered, when it is a real NCCL-like one
+     * (NCCL or RCCL); else the one the vendor entered first. */
+    void *v = t_entered ? lookup((uintptr_t)t_entered) : NULL;
+    if (!v) v = atomic_load_explicit(&g_vendor_nccl, memory_order_acquire);
+    if (v) return v;
+  }
+  return lookup((uintptr_t)caller);
 }
