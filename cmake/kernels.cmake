@@ -126,3 +126,5 @@ const char hetccl_kernels_cuda_arch_list[] = "@_hk_arch_text@";
     set(HETCCL_CUDA_KERNELS_BUILT ON)
   endif()
 endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/kernels_hip.cmake)
