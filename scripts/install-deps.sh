@@ -16,6 +16,10 @@ have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd ip || need+=(iproute2)
 have_pkg libc6-dev || need+=(libc6-dev)
+# The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
+# header-free HIP and its driver links each code object with lld-19.
+[ -x /usr/lib/llvm-19/bin/clang++ ] || need+=(clang-19)
+[ -x /usr/lib/llvm-19/bin/ld.lld ] || need+=(lld-19)
 for arg in "$@"; do
   case "$arg" in
     --bench)
