@@ -11,9 +11,11 @@
 # Included from cmake/kernels.cmake. Settings:
 #   HETCCL_HIP_KERNELS  ON: build the AMD code objects when clang works
 #   HETCCL_HIP_CLANG    the clang++ (Debian's clang-19: /usr/lib/llvm-19/bin)
-#   HETCCL_HIP_ARCHS    processors to build for; those the compiler refuses
-#                       are skipped with a message (clang-19 has no gfx950,
-#                       clang-22 has)
+#   HETCCL_HIP_CLANG_EXTRA  a newer clang++ (Debian's clang-22 from
+#                       bookworm-security, when installed) that builds the
+#                       architectures HETCCL_HIP_CLANG refuses (gfx950)
+#   HETCCL_HIP_ARCHS    processors to build for; those neither compiler
+#                       builds are skipped with a message
 
 option(HETCCL_HIP_KERNELS "Build the AMD kernels when clang (HIP, header-free) is found" ON)
 set(HETCCL_HIP_ARCHS "gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201"
@@ -35,6 +37,8 @@ if(HETCCL_HIP_KERNELS)
   if(NOT HETCCL_HIP_CLANG)
     find_program(HETCCL_HIP_CLANG NAMES clang++-19)
   endif()
+  find_program(HETCCL_HIP_CLANG_EXTRA NAMES clang++-22 clang++
+    PATHS /usr/lib/llvm-22/bin NO_DEFAULT_PATH)
 endif()
 
 if(NOT HETCCL_HIP_KERNELS)
@@ -42,29 +46,40 @@ if(NOT HETCCL_HIP_KERNELS)
 elseif(NOT HETCCL_HIP_CLANG)
   message(STATUS "HetCCL: clang-19 not found; the AMD kernels are not built (scripts/install-deps.sh installs it)")
 else()
-  # Keep the architectures this clang builds: compile and link a one-line
-  # kernel for each, once per compiler and list.
-  set(_hh_key "${HETCCL_HIP_CLANG}|${HETCCL_HIP_ARCHS}")
+  # Keep the architectures a compiler builds: compile and link a one-line
+  # kernel for each, with HETCCL_HIP_CLANG, else HETCCL_HIP_CLANG_EXTRA;
+  # once per compilers and list.
+  set(_hh_key "${HETCCL_HIP_CLANG}|${HETCCL_HIP_CLANG_EXTRA}|${HETCCL_HIP_ARCHS}")
   if(NOT "${_hh_key}" STREQUAL "${HETCCL_HIP_PROBED_KEY}")
     file(MAKE_DIRECTORY ${_hh_dir})
     set(_hh_probe ${_hh_dir}/probe.hip)
     file(WRITE ${_hh_probe} "extern \"C\" __attribute__((global)) void hetccl_probe(int *p) { *p = 1; }\n")
     set(_hh_ok)
-    set(_hh_bad)
+    set(_hh_with)
     foreach(_a ${HETCCL_HIP_ARCHS})
-      execute_process(COMMAND ${HETCCL_HIP_CLANG} ${_hh_flags} --offload-arch=${_a} -c ${_hh_probe} -o ${_hh_dir}/probe-${_a}.co
-        RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
-      if(_rc EQUAL 0)
-        list(APPEND _hh_ok ${_a})
-      else()
-        list(APPEND _hh_bad ${_a})
+      set(_why "")
+      foreach(_cc ${HETCCL_HIP_CLANG} ${HETCCL_HIP_CLANG_EXTRA})
+        execute_process(COMMAND ${_cc} ${_hh_flags} --offload-arch=${_a} -c ${_hh_probe} -o ${_hh_dir}/probe-${_a}.co
+          RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
+        file(REMOVE ${_hh_dir}/probe-${_a}.co)
+        if(_rc EQUAL 0)
+          list(APPEND _hh_ok ${_a})
+          list(APPEND _hh_with ${_cc})
+          if(NOT _cc STREQUAL HETCCL_HIP_CLANG)
+            message(STATUS "HetCCL: ${_a} built by ${_cc} (${HETCCL_HIP_CLANG} cannot)")
+          endif()
+          break()
+        endif()
         string(REGEX REPLACE "\n.*" "" _err "${_err}")
-        message(STATUS "HetCCL: ${HETCCL_HIP_CLANG} cannot build ${_a}; skipped (${_err})")
+        string(APPEND _why " ${_cc}: ${_err}")
+      endforeach()
+      if(NOT _a IN_LIST _hh_ok)
+        message(STATUS "HetCCL: no compiler builds ${_a}; skipped (${_why})")
       endif()
-      file(REMOVE ${_hh_dir}/probe-${_a}.co)
     endforeach()
-    set(HETCCL_HIP_ARCHS_OK "${_hh_ok}" CACHE INTERNAL "AMD architectures this clang builds")
-    set(HETCCL_HIP_PROBED_KEY "${_hh_key}" CACHE INTERNAL "compiler and list the probe ran for")
+    set(HETCCL_HIP_ARCHS_OK "${_hh_ok}" CACHE INTERNAL "AMD architectures built")
+    set(HETCCL_HIP_ARCHS_WITH "${_hh_with}" CACHE INTERNAL "the compiler of each of HETCCL_HIP_ARCHS_OK")
+    set(HETCCL_HIP_PROBED_KEY "${_hh_key}" CACHE INTERNAL "compilers and list the probe ran for")
   endif()
 
   if(NOT HETCCL_HIP_ARCHS_OK)
@@ -77,9 +92,11 @@ else()
     set(_hh_decl "")
     set(_hh_rows "")
     foreach(_a ${HETCCL_HIP_ARCHS_OK})
+      list(FIND HETCCL_HIP_ARCHS_OK ${_a} _i)
+      list(GET HETCCL_HIP_ARCHS_WITH ${_i} _cc)
       set(_co ${_hh_dir}/hetccl_kernels_${_a}.co)
       add_custom_command(OUTPUT ${_co}
-        COMMAND ${HETCCL_HIP_CLANG} ${_hh_flags} --offload-arch=${_a} -c ${_hh_src} -o ${_co}
+        COMMAND ${_cc} ${_hh_flags} --offload-arch=${_a} -c ${_hh_src} -o ${_co}
         DEPENDS ${_hh_src}
         COMMENT "clang: AMD kernels for ${_a}"
         VERBATIM)
