@@ -85,7 +85,8 @@ typedef uint4 hk_v4;
 #pragma clang fp contract(off)
 #define HK_DEV static __attribute__((device)) inline __attribute__((always_inline))
 #define HK_DEV_SW HK_DEV
-/* Inlined too: a call would give the kernel a stack (private segment). */
+/* Inlined too: no calls, so nothing that could need a call stack (the
+ * private segment, which the test checks is empty). */
 #define HK_DEV_ONE HK_DEV
 #define HK_KERNEL(name) \
   extern "C" __attribute__((global)) void __attribute__((amdgpu_flat_work_group_size(1, HK_THREADS))) name
