@@ -9,6 +9,8 @@
 #
 # Include from the top-level CMakeLists.txt after hetccl_objects is defined:
 #   include(cmake/kernels.cmake)
+# The AMD code objects of the same source come from cmake/kernels_hip.cmake,
+# included at the end.
 #
 # Settings:
 #   HETCCL_CUDA_KERNELS    ON: build the kernels when nvcc works (default)
@@ -126,3 +128,6 @@ const char hetccl_kernels_cuda_arch_list[] = "@_hk_arch_text@";
     set(HETCCL_CUDA_KERNELS_BUILT ON)
   endif()
 endif()
+
+# The AMD kernels (clang-19, header-free HIP): their own file.
+include(${CMAKE_CURRENT_LIST_DIR}/kernels_hip.cmake)

@@ -17,6 +17,15 @@ have_cmd pkg-config || need+=(pkg-config)
 have_cmd ip || need+=(iproute2)
 have_pkg libc6-dev || need+=(libc6-dev)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
+# The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
+# header-free HIP and its driver links each code object with lld-19.
+[ -x /usr/lib/llvm-19/bin/clang++ ] || need+=(clang-19)
+[ -x /usr/lib/llvm-19/bin/ld.lld ] || need+=(lld-19)
+# gfx950 takes clang-22 (Debian's bookworm-security): installed when apt
+# offers it, else the AMD kernels are built without gfx950.
+optional=()
+[ -x /usr/lib/llvm-22/bin/clang++ ] || optional+=(clang-22)
+[ -x /usr/lib/llvm-22/bin/ld.lld ] || optional+=(lld-22)
 for arg in "$@"; do
   case "$arg" in
     --bench)
@@ -30,15 +39,25 @@ for arg in "$@"; do
   esac
 done
 
-if [ ${#need[@]} -eq 0 ]; then
+if [ ${#need[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0
 fi
-echo "install-deps.sh: installing ${need[*]}"
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
-  have_cmd sudo || { echo "install-deps.sh: need root to install ${need[*]}" >&2; exit 1; }
+  have_cmd sudo || { echo "install-deps.sh: need root to install ${need[*]} ${optional[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps.sh: installing ${need[*]}"
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if [ ${#optional[@]} -gt 0 ]; then
+  if apt-cache policy "${optional[@]}" | grep -q 'Candidate: (none)' || ! apt-cache show "${optional[@]}" >/dev/null 2>&1; then
+    echo "install-deps.sh: ${optional[*]} not offered by apt here; the AMD kernels will lack gfx950"
+  else
+    echo "install-deps.sh: installing ${optional[*]} (AMD kernels for gfx950)"
+    $SUDO apt-get install -y -qq --no-install-recommends "${optional[@]}"
+  fi
+fi

@@ -44,5 +44,6 @@ void info_kernels(void) {
   const char *cuda = hetccl_kernels_cuda_archs();
   printf("  %-16s %s\n", "host", "built in (C, baseline and AVX2 loops)");
   printf("  %-16s %s\n", "cuda", cuda ? cuda : "not built (nvcc was not found at build time)");
-  printf("  %-16s %s\n", "hip", "not built (no HIP backend yet)");
+  const char *hip = hetccl_kernels_hip_archs();
+  printf("  %-16s %s\n", "hip", hip ? hip : "not built (clang-19 was not found at build time)");
 }

@@ -16,28 +16,50 @@
  * FMA (the host rounds the product first).
  *
  * C-like on purpose: no templates, one macro-stamped "kind" per storage
- * representation, and the few CUDA-isms behind HK_* macros so hipcc can
- * compile the same file. Kernels are extern "C" so the host side finds
- * them by name: hetccl_reduce_<type>, <type> as in the table in
- * src/device/cuda/cuda_kernels.c.
+ * representation, and the vendor-specific bits behind HK_* macros (the
+ * vendor layers below) so one file compiles three ways: nvcc (the CUDA
+ * fatbin), clang -x hip --cuda-device-only without any header or device
+ * library (the AMD code objects, cmake/kernels_hip.cmake), and plain host
+ * C, where a test includes this file and checks the kernel bodies against
+ * the host reductions bit for bit (tests/unit/test_kernel_body.c). Kernels
+ * are extern "C" so the host side finds them by name: hetccl_reduce_<type>,
+ * <type> as in the table in src/device/cuda/cuda_kernels.c.
  *
  * Work split: 16-byte vector loads and stores per thread (4 in flight per
  * step), in a grid-stride loop; elements before dst reaches 16-byte
  * alignment and after the last whole vector go one by one. When a, b and dst
  * are not equally misaligned, every element goes one by one.
  */
-#if defined(__HIPCC__)
-#include <hip/hip_runtime.h>
-#endif
-
 #define HK_THREADS 512 /* threads per block; the host launches this many */
 #define HK_UNROLL 4    /* vectors in flight per thread per step */
-#define HK_DEV static __device__ __forceinline__
-/* Software conversions, unused on targets that convert in hardware. */
-#define HK_DEV_SW static __device__ __forceinline__ __attribute__((unused))
-#define HK_KERNEL(name) extern "C" __global__ void __launch_bounds__(HK_THREADS) name
 
-/* Rounded float arithmetic, never contracted. */
+typedef unsigned char hk_u8;
+typedef signed char hk_i8;
+typedef unsigned short hk_u16;
+typedef unsigned int hk_u32;
+typedef int hk_i32;
+typedef unsigned long long hk_u64;
+typedef long long hk_i64;
+
+/*
+ * Vendor layers: everything below them is written against these macros.
+ *   HK_DEV / HK_DEV_SW   a device function (always inlined) / one that a
+ *                        target with hardware conversions leaves unused
+ *   HK_DEV_ONE           the out-of-line single-element function
+ *   HK_KERNEL(name)      an exported kernel of HK_THREADS threads a block
+ *   HK_TID / HK_NTHREADS this thread's index in the grid / threads in it
+ *   HK_FADD..HK_DDIV     float arithmetic rounded to nearest, never fused
+ *   HK_F2U..HK_U2D, HK_I2F  bit casts; int to float (round to nearest)
+ *   hk_v4, HK_V4, HK_VLD, HK_VST  a 16-byte vector, built, loaded, stored
+ *   HK_PRAGMA_UNROLL     unroll the loop that follows
+ */
+#if defined(__CUDACC__) /* nvcc (both passes) */
+#define HK_DEV static __device__ __forceinline__
+#define HK_DEV_SW static __device__ __forceinline__ __attribute__((unused))
+#define HK_DEV_ONE static __device__ __noinline__
+#define HK_KERNEL(name) extern "C" __global__ void __launch_bounds__(HK_THREADS) name
+#define HK_TID() ((hk_u64)blockIdx.x * blockDim.x + threadIdx.x)
+#define HK_NTHREADS() ((hk_u64)gridDim.x * blockDim.x)
 #define HK_FADD(x, y) __fadd_rn((x), (y))
 #define HK_FMUL(x, y) __fmul_rn((x), (y))
 #define HK_FDIV(x, y) __fdiv_rn((x), (y))
@@ -48,14 +70,114 @@
 #define HK_U2F(u) __uint_as_float(u)
 #define HK_D2U(d) ((hk_u64)__double_as_longlong(d))
 #define HK_U2D(u) __longlong_as_double((long long)(u))
+#define HK_I2F(i) __int2float_rn(i)
+typedef uint4 hk_v4;
+#define HK_V4(x, y, z, w) make_uint4((x), (y), (z), (w))
+#define HK_VLD(p, i) ((p)[i])
+#define HK_VST(p, i, v) ((p)[i] = (v))
+#define HK_PRAGMA_UNROLL _Pragma("unroll")
 
-typedef unsigned char hk_u8;
-typedef signed char hk_i8;
-typedef unsigned short hk_u16;
-typedef unsigned int hk_u32;
-typedef int hk_i32;
-typedef unsigned long long hk_u64;
-typedef long long hk_i64;
+#elif defined(__HIP__) /* clang -x hip --cuda-device-only -nogpuinc -nogpulib: no headers */
+/* Ordinary float operations round to nearest on AMD GPUs (denormals kept:
+ * the build does not flush them); contraction into FMA is off here and on
+ * the command line (-ffp-contract=off), and fp32 division is the correctly
+ * rounded one (-fhip-fp32-correctly-rounded-divide-sqrt). */
+#pragma clang fp contract(off)
+#define HK_DEV static __attribute__((device)) inline __attribute__((always_inline))
+#define HK_DEV_SW HK_DEV
+/* Inlined too: no calls, so nothing that could need a call stack (the
+ * private segment, which the test checks is empty). */
+#define HK_DEV_ONE HK_DEV
+#define HK_KERNEL(name) \
+  extern "C" __attribute__((global)) void __attribute__((amdgpu_flat_work_group_size(1, HK_THREADS))) name
+#define HK_TID() \
+  ((hk_u64)__builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x())
+#define HK_NTHREADS() ((hk_u64)__builtin_amdgcn_grid_size_x()) /* work-items, from the dispatch packet */
+#define HK_FADD(x, y) ((float)(x) + (float)(y))
+#define HK_FMUL(x, y) ((float)(x) * (float)(y))
+#define HK_FDIV(x, y) ((float)(x) / (float)(y))
+#define HK_DADD(x, y) ((double)(x) + (double)(y))
+#define HK_DMUL(x, y) ((double)(x) * (double)(y))
+#define HK_DDIV(x, y) ((double)(x) / (double)(y))
+#define HK_F2U(f) __builtin_bit_cast(hk_u32, (float)(f))
+#define HK_U2F(u) __builtin_bit_cast(float, (hk_u32)(u))
+#define HK_D2U(d) __builtin_bit_cast(hk_u64, (double)(d))
+#define HK_U2D(u) __builtin_bit_cast(double, (hk_u64)(u))
+#define HK_I2F(i) ((float)(int)(i))
+typedef struct __attribute__((aligned(16))) hk_v4 {
+  hk_u32 x, y, z, w;
+} hk_v4;
+HK_DEV hk_v4 HK_V4(hk_u32 x, hk_u32 y, hk_u32 z, hk_u32 w) {
+  hk_v4 v = {x, y, z, w};
+  return v;
+}
+#define HK_VLD(p, i) ((p)[i])
+#define HK_VST(p, i, v) ((p)[i] = (v))
+#define HK_PRAGMA_UNROLL _Pragma("unroll")
+
+#else /* host C: the kernel bodies as plain functions (tests/unit/test_kernel_body.c) */
+#include <string.h>
+#define HK_DEV static inline
+#define HK_DEV_SW static inline
+#define HK_DEV_ONE static inline
+/* The includer defines HK_KERNEL, HK_TID and HK_NTHREADS (one simulated
+ * thread per call). C11 without GNU extensions does not contract (gcc);
+ * clang is told so. */
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
+#define HK_FADD(x, y) ((float)(x) + (float)(y))
+#define HK_FMUL(x, y) ((float)(x) * (float)(y))
+#define HK_FDIV(x, y) ((float)(x) / (float)(y))
+#define HK_DADD(x, y) ((double)(x) + (double)(y))
+#define HK_DMUL(x, y) ((double)(x) * (double)(y))
+#define HK_DDIV(x, y) ((double)(x) / (double)(y))
+static inline hk_u32 hk_host_f2u(float f) {
+  hk_u32 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float hk_host_u2f(hk_u32 u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline hk_u64 hk_host_d2u(double d) {
+  hk_u64 u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+static inline double hk_host_u2d(hk_u64 u) {
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+#define HK_F2U(f) hk_host_f2u(f)
+#define HK_U2F(u) hk_host_u2f(u)
+#define HK_D2U(d) hk_host_d2u(d)
+#define HK_U2D(u) hk_host_u2d(u)
+#define HK_I2F(i) ((float)(int)(i))
+typedef struct hk_v4 {
+  hk_u32 x, y, z, w;
+} hk_v4;
+static inline hk_v4 HK_V4(hk_u32 x, hk_u32 y, hk_u32 z, hk_u32 w) {
+  hk_v4 v = {x, y, z, w};
+  return v;
+}
+/* Through memcpy: the host's arrays are not hk_v4 objects. */
+static inline hk_v4 hk_host_vld(const void *p, hk_u64 i) {
+  hk_v4 v;
+  memcpy(&v, (const char *)p + 16 * i, 16);
+  return v;
+}
+#define HK_VLD(p, i) hk_host_vld((p), (i))
+#define HK_VST(p, i, v)                          \
+  do {                                           \
+    hk_v4 hk_vst_tmp = (v);                      \
+    memcpy((char *)(p) + 16 * (i), &hk_vst_tmp, 16); \
+  } while (0)
+#define HK_PRAGMA_UNROLL
+#endif
 
 /* Shared with src/device/cuda/cuda_kernels.c. */
 #define HK_SUM 0
@@ -89,7 +211,7 @@ HK_DEV_SW float hk_sw_half_to_float(hk_u16 h) {
   hk_u32 exp = em & 0x7C00u;
   hk_u32 mag;
   if (exp == 0)
-    mag = HK_F2U(HK_FMUL(__int2float_rn((int)em), HK_U2F(0x33800000u))); /* em * 2^-24, exact */
+    mag = HK_F2U(HK_FMUL(HK_I2F((int)em), HK_U2F(0x33800000u))); /* em * 2^-24, exact */
   else if (exp == 0x7C00u)
     mag = (em << 13) + ((hk_u32)(255 - 31) << 23); /* inf, NaN */
   else
@@ -125,7 +247,7 @@ HK_DEV_SW float hk_sw_e4m3_to_float(hk_u8 v) {
   if (em == 0x7Fu)
     mag = 0x7FC00000u;
   else if ((em & 0x78u) == 0)
-    mag = HK_F2U(HK_FMUL(__int2float_rn((int)em), HK_U2F(0x3B000000u))); /* em * 2^-9, exact */
+    mag = HK_F2U(HK_FMUL(HK_I2F((int)em), HK_U2F(0x3B000000u))); /* em * 2^-9, exact */
   else
     mag = (em << 20) + ((hk_u32)(127 - 7) << 23);
   return HK_U2F(sign | mag);
@@ -262,7 +384,7 @@ HK_DEV float f32_sum(float x, float y) { return HK_FADD(x, y); }
 HK_DEV float f32_prod(float x, float y) { return HK_FMUL(x, y); }
 HK_DEV float f32_max(float x, float y) { return hk_fmaxf(x, y); }
 HK_DEV float f32_min(float x, float y) { return hk_fminf(x, y); }
-HK_DEV float f32_div(float x, int d) { return HK_FDIV(x, __int2float_rn(d)); }
+HK_DEV float f32_div(float x, int d) { return HK_FDIV(x, HK_I2F(d)); }
 
 typedef double f64_t;
 typedef double f64_ct;
@@ -294,7 +416,7 @@ HK_DEV double f64_div(double x, int d) { return HK_DDIV(x, (double)d); }
   HK_DEV float K##_prod(float x, float y) { return HK_FMUL(x, y); }                      \
   HK_DEV float K##_max(float x, float y) { return hk_fmaxf(x, y); }                      \
   HK_DEV float K##_min(float x, float y) { return hk_fminf(x, y); }                      \
-  HK_DEV float K##_div(float x, int d) { return HK_FDIV(x, __int2float_rn(d)); }
+  HK_DEV float K##_div(float x, int d) { return HK_FDIV(x, HK_I2F(d)); }
 
 HK_NARROW_KIND(f16, hk_u16, 2, hk_half_to_float, hk_float_to_half)
 HK_NARROW_KIND(bf16, hk_u16, 2, hk_bf16_to_float, hk_float_to_bf16)
@@ -369,8 +491,8 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
 /* b, has_b and n in scope.                                               */
 
 #define HK_WALK(K, ONE, VEC)                                                                    \
-  const hk_u64 tid = (hk_u64)blockIdx.x * blockDim.x + threadIdx.x;                             \
-  const hk_u64 nthreads = (hk_u64)gridDim.x * blockDim.x;                                       \
+  const hk_u64 tid = HK_TID();                                                                  \
+  const hk_u64 nthreads = HK_NTHREADS();                                                        \
   const hk_u32 mis = (hk_u32)((hk_u64)d & 15u);                                                 \
   const int vec = ((hk_u64)a & 15u) == mis && (!has_b || ((hk_u64)b & 15u) == mis) &&           \
                   mis % K##_SIZE == 0;                                                          \
@@ -383,9 +505,9 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
   if (vec) {                                                                                    \
     const hk_u64 per = 16 / K##_SIZE;                                                           \
     const hk_u64 nvec = (n - head) / per;                                                       \
-    uint4 *vd = (uint4 *)(d + head);                                                            \
-    const uint4 *va = (const uint4 *)(a + head);                                                \
-    const uint4 *vb = (const uint4 *)(has_b ? b + head : a + head);                             \
+    hk_v4 *vd = (hk_v4 *)(d + head);                                                            \
+    const hk_v4 *va = (const hk_v4 *)(a + head);                                                \
+    const hk_v4 *vb = (const hk_v4 *)(has_b ? b + head : a + head);                             \
     for (hk_u64 v = tid; v < nvec; v += nthreads) VEC;                                          \
     for (hk_u64 i = head + nvec * per + tid; i < n; i += nthreads) ONE;                         \
   }
@@ -396,13 +518,13 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
   hk_u32 wa[4] = {va.x, va.y, va.z, va.w};                                                      \
   hk_u32 wb[4] = {vb.x, vb.y, vb.z, vb.w};                                                      \
   hk_u32 wo[4] = {0, 0, 0, 0};                                                                  \
-  _Pragma("unroll") for (int j = 0; j < 16 / K##_SIZE; j++) {                                   \
+  HK_PRAGMA_UNROLL for (int j = 0; j < 16 / K##_SIZE; j++) {                                   \
     K##_t x = K##_unbits(hk_get(wa, j, K##_SIZE));                                              \
     K##_t y = K##_unbits(hk_get(wb, j, K##_SIZE));                                              \
     (void)y;                                                                                    \
     hk_put(wo, j, K##_SIZE, K##_bits(F));                                                       \
   }                                                                                             \
-  return make_uint4(wo[0], wo[1], wo[2], wo[3]);
+  return HK_V4(wo[0], wo[1], wo[2], wo[3]);
 
 /*
  * Per (kind, combine): the element (inlined into the vector path), one
@@ -415,25 +537,25 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     if (premul) v = K##_scale(v, s);                                                              \
     return has_b ? K##_store(K##_##OP(v, K##_load(y))) : K##_store(v);                           \
   }                                                                                               \
-  static __device__ __noinline__ K##_t K##_one_##OP(K##_t x, K##_t y, int has_b, int premul,     \
+  HK_DEV_ONE K##_t K##_one_##OP(K##_t x, K##_t y, int has_b, int premul,     \
                                                     K##_ct s) {                                   \
     return K##_elem_##OP(x, y, has_b, premul, s);                                                 \
   }                                                                                               \
-  HK_DEV uint4 K##_vec_##OP(uint4 va, uint4 vb, int has_b, int premul, K##_ct s) {                \
+  HK_DEV hk_v4 K##_vec_##OP(hk_v4 va, hk_v4 vb, int has_b, int premul, K##_ct s) {                \
     HK_VEC_APPLY(K, va, vb, K##_elem_##OP(x, y, has_b, premul, s))                                \
   }                                                                                               \
   HK_DEV void K##_range_##OP(K##_t *d, const K##_t *a, const K##_t *b, hk_u64 n, int premul,     \
                              K##_ct s) {                                                          \
     const int has_b = b != 0;                                                                     \
     HK_WALK(K, d[i] = K##_one_##OP(a[i], has_b ? b[i] : a[i], has_b, premul, s),                  \
-            vd[v] = K##_vec_##OP(va[v], has_b ? vb[v] : va[v], has_b, premul, s))                                 \
+            HK_VST(vd, v, K##_vec_##OP(HK_VLD(va, v), has_b ? HK_VLD(vb, v) : HK_VLD(va, v), has_b, premul, s)))\
   }
 
 /* Post-division (integer Avg): d[i] = a[i] / divisor, rounded to the type. */
 #define HK_FINISH_FNS(K)                                                                          \
   HK_DEV K##_t K##_fin(K##_t x, int divisor) { return K##_store(K##_div(K##_load(x), divisor)); } \
-  static __device__ __noinline__ K##_t K##_fin_one(K##_t x, int divisor) { return K##_fin(x, divisor); } \
-  HK_DEV uint4 K##_fin_vec(uint4 va, int divisor) { HK_VEC_APPLY(K, va, va, K##_fin(x, divisor)) }
+  HK_DEV_ONE K##_t K##_fin_one(K##_t x, int divisor) { return K##_fin(x, divisor); } \
+  HK_DEV hk_v4 K##_fin_vec(hk_v4 va, int divisor) { HK_VEC_APPLY(K, va, va, K##_fin(x, divisor)) }
 
 /*
  * The kernels of one data type:
@@ -466,7 +588,7 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     const K##_t *a = (const K##_t *)src_a;                                                         \
     const K##_t *b = a;                                                                            \
     const int has_b = 0;                                                                           \
-    HK_WALK(K, d[i] = K##_fin_one(a[i], divisor), vd[v] = K##_fin_vec(has_b ? vb[v] : va[v], divisor))             \
+    HK_WALK(K, d[i] = K##_fin_one(a[i], divisor), HK_VST(vd, v, K##_fin_vec(has_b ? HK_VLD(vb, v) : HK_VLD(va, v), divisor)))             \
   }
 
 HK_TYPE_KERNELS(int8, i8)
