@@ -28,7 +28,11 @@ for cfg in "${configs[@]}"; do
   dir="$root/$(echo "$cc$flags" | tr -c 'A-Za-z0-9\n' '_')"
   echo "check-warnings: $cc $flags"
   # CMAKE_BUILD_TYPE=None: only the flags given here, so the level is the one named.
-  if ! CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$flags" -DHETCCL_WERROR=ON \
+  # The AMD code objects are left out: they are device code of clang's own,
+  # the same at every host level, and the main build makes them once (this
+  # also keeps the build without them, what a machine without clang-19 gets,
+  # free of warnings).
+  if ! CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$flags" -DHETCCL_WERROR=ON -DHETCCL_HIP_KERNELS=OFF \
       >"$dir.log" 2>&1 || ! cmake --build "$dir" -j"$jobs" >>"$dir.log" 2>&1; then
     grep -E 'error|warning' "$dir.log" | head -20 || tail -20 "$dir.log"
     echo "check-warnings: FAILED under $cc $flags (full log: $dir.log)"
