@@ -28,8 +28,9 @@
  * stream with hipMemcpyAsync of the HIP runtime already loaded
  * (HETCCL_HIP_LIBRARY, RTLD_NOLOAD: the stand-in HIP runtime, whose device
  * memory is host memory), else done at once. Nothing moves between
- * processes: a communicator of several ranks gets wrong results. Reductions other than copies
- * (PreMulSum) are refused: HetCCL scales one-rank premuls itself.
+ * processes: ncclCommInitRank of more than one rank fails. Reductions
+ * other than copies (PreMulSum) are refused: HetCCL scales one-rank
+ * premuls itself.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -141,7 +142,11 @@ int ncclGetVersion(int *version) {
 
 const char *ncclGetErrorString(int result) {
   (void)result;
+#ifdef STAND_IN_QUIRKY
+  return "stand-in NCCL (a HetCCL test tool): refused (it moves data on one-rank communicators only)";
+#else
   return "stand-in NCCL (a HetCCL test tool): it runs nothing";
+#endif
 }
 
 const char *ncclGetLastError(comm_t comm) {
@@ -157,6 +162,7 @@ int ncclGetUniqueId(unique_id_t *id) {
 int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
   (void)nranks, (void)id, (void)rank;
 #ifdef STAND_IN_QUIRKY
+  if (nranks != 1 || rank != 0) return INVALID_USAGE; /* nothing moves between processes: one rank only */
   if (comm) *comm = (comm_t)g_calls; /* any handle but NULL */
 #else
   (void)comm;
