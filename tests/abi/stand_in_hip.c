@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device/reduce.h"
 
@@ -329,23 +330,32 @@ struct ihipStream_t {
   int stop;
 };
 
-static void spin(void) { sched_yield(); }
+/* Yields, then naps after a while: several ranks' stream threads spinning
+ * on a 2-core CI machine must leave the cores to the threads they wait for. */
+static void spin(unsigned *n) {
+  if (++*n < 64) {
+    sched_yield();
+  } else {
+    struct timespec nap = {0, 20000};
+    nanosleep(&nap, NULL);
+  }
+}
 
 static void run(struct op *o) {
   switch (o->kind) {
     case OP_COPY: memmove(o->dst, o->src, o->bytes); break;
     case OP_SET: memset(o->dst, (int)o->value, o->bytes); break;
     case OP_WAIT:
-      for (;;) {
+      for (unsigned n = 0;;) {
         uint32_t v = __atomic_load_n((uint32_t *)o->dst, __ATOMIC_ACQUIRE) & o->mask;
         if (o->flags == 0 ? v >= o->value : v == o->value) break;
-        spin();
+        spin(&n);
       }
       break;
     case OP_WRITE: __atomic_store_n((uint32_t *)o->dst, o->value, __ATOMIC_SEQ_CST); break;
     case OP_RECORD: __atomic_store_n(&o->event->done, o->seq, __ATOMIC_RELEASE); break;
     case OP_WAIT_EVENT:
-      while (__atomic_load_n(&o->event->done, __ATOMIC_ACQUIRE) < o->seq) spin();
+      for (unsigned n = 0; __atomic_load_n(&o->event->done, __ATOMIC_ACQUIRE) < o->seq;) spin(&n);
       break;
     case OP_REDUCE:
       if (o->src2)

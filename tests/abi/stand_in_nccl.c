@@ -19,8 +19,22 @@
  * stand-in AMD RCCL of tests/unit/test_rccl_instance.c and
  * tests/abi/rccl_face_test.c (stand_in_self_calls: RCCL calling its own
  * exported names).
+ *
+ * On a one-rank communicator the quirky build also moves the data of every
+ * collective (tests/scripts/test_hip_collectives.sh runs the collective
+ * matrix on hip ranks over it): AllReduce, Reduce, Broadcast, AllGather,
+ * ReduceScatter, AllToAll(v) copy sendbuff to recvbuff, and a Send to self
+ * meets its Recv (in either order). The copy is queued on the caller's
+ * stream with hipMemcpyAsync of the HIP runtime already loaded
+ * (HETCCL_HIP_LIBRARY, RTLD_NOLOAD: the stand-in HIP runtime, whose device
+ * memory is host memory), else done at once. Nothing moves between
+ * processes: ncclCommInitRank of more than one rank fails. Reductions
+ * other than copies (PreMulSum) are refused: HetCCL scales one-rank
+ * premuls itself.
  */
+#include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define INVALID_USAGE 5 /* ncclInvalidUsage */
@@ -54,6 +68,67 @@ int stand_in_calls(const char *name) {
 #define CALL(name) return INVALID_USAGE
 #endif
 
+
+#ifdef STAND_IN_QUIRKY
+/* NCCL's data types by value: ncclInt8 .. ncclFloat8e5m2. */
+static size_t type_size(int dt) {
+  static const unsigned char sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return dt >= 0 && dt < (int)sizeof sizes ? sizes[dt] : 0;
+}
+
+typedef int (*memcpy_async_fn)(void *dst, const void *src, size_t bytes, int kind, void *stream);
+
+/* hipMemcpyAsync of the HIP runtime the process already loaded, if any. */
+static memcpy_async_fn hip_memcpy_async(void) {
+  static memcpy_async_fn fn;
+  static int looked;
+  if (!looked) {
+    const char *path = getenv("HETCCL_HIP_LIBRARY");
+    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    fn = lib ? (memcpy_async_fn)dlsym(lib, "hipMemcpyAsync") : NULL;
+    looked = 1;
+  }
+  return fn;
+}
+
+/* recv = send, `count` elements, in stream order on `st`. */
+static int move(void *recv, const void *send, size_t count, int dt, void *st) {
+  size_t bytes = count * type_size(dt);
+  if (!type_size(dt)) return INVALID_USAGE;
+  if (!bytes || recv == send) return 0;
+  if (!recv || !send) return INVALID_USAGE;
+  memcpy_async_fn cp = hip_memcpy_async();
+  if (cp) return cp(recv, send, bytes, 4 /* hipMemcpyDefault */, st) == 0 ? 0 : INVALID_USAGE;
+  memmove(recv, send, bytes);
+  return 0;
+}
+
+/* A Send to self waiting for its Recv, or the reverse. */
+static struct {
+  int pending; /* 0 none, 1 a send, 2 a recv */
+  const void *send;
+  void *recv;
+  size_t count;
+  int dt;
+} g_p2p;
+
+static int self_p2p(int is_send, const void *send, void *recv, size_t count, int dt, void *st) {
+  if (g_p2p.pending == (is_send ? 2 : 1) && g_p2p.count == count && g_p2p.dt == dt) {
+    g_p2p.pending = 0;
+    return move(is_send ? g_p2p.recv : recv, is_send ? send : g_p2p.send, count, dt, st);
+  }
+  g_p2p.pending = is_send ? 1 : 2;
+  g_p2p.send = send;
+  g_p2p.recv = recv;
+  g_p2p.count = count;
+  g_p2p.dt = dt;
+  return 0;
+}
+#define MOVE(r, s, n, dt, st) return move(r, s, n, dt, st)
+#else
+#define MOVE(r, s, n, dt, st) return ((void)(r), (void)(s), (void)(n), (void)(dt), (void)(st), INVALID_USAGE)
+#endif
+
 typedef void *comm_t;
 typedef void *stream_t;
 typedef struct {
@@ -67,7 +142,11 @@ int ncclGetVersion(int *version) {
 
 const char *ncclGetErrorString(int result) {
   (void)result;
+#ifdef STAND_IN_QUIRKY
+  return "stand-in NCCL (a HetCCL test tool): refused (it moves data on one-rank communicators only)";
+#else
   return "stand-in NCCL (a HetCCL test tool): it runs nothing";
+#endif
 }
 
 const char *ncclGetLastError(comm_t comm) {
@@ -83,6 +162,7 @@ int ncclGetUniqueId(unique_id_t *id) {
 int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
   (void)nranks, (void)id, (void)rank;
 #ifdef STAND_IN_QUIRKY
+  if (nranks != 1 || rank != 0) return INVALID_USAGE; /* nothing moves between processes: one rank only */
   if (comm) *comm = (comm_t)g_calls; /* any handle but NULL */
 #else
   (void)comm;
@@ -98,45 +178,59 @@ int ncclCommDestroy(comm_t comm) {
 int ncclCommGetAsyncError(comm_t comm, int *error) {
   (void)comm;
   *error = 0;
+#ifdef STAND_IN_QUIRKY
+  return 0;
+#else
   return INVALID_USAGE;
+#endif
 }
 
 int ncclGroupStart(void) { CALL(ncclGroupStart); }
 int ncclGroupEnd(void) { CALL(ncclGroupEnd); }
 
 int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)c, (void)st;
-  return INVALID_USAGE;
+  (void)op, (void)c;
+  MOVE(r, s, n, dt, st);
 }
 
 int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)root, (void)c, (void)st;
-  return INVALID_USAGE;
+  (void)root, (void)c;
+  MOVE(r, s, n, dt, st);
 }
 
 int ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)root, (void)c, (void)st;
-  return INVALID_USAGE;
+  (void)op, (void)root, (void)c;
+  MOVE(r, s, n, dt, st);
 }
 
 int ncclAllGather(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
-  return INVALID_USAGE;
+  (void)c;
+  MOVE(r, s, n, dt, st);
 }
 
 int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)c, (void)st;
-  return INVALID_USAGE;
+  (void)op, (void)c;
+  MOVE(r, s, n, dt, st);
 }
 
 int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) {
   (void)s, (void)n, (void)dt, (void)peer, (void)c, (void)st;
+#ifdef STAND_IN_QUIRKY
+  if (counted("ncclSend")) return INVALID_USAGE;
+  return self_p2p(1, s, NULL, n, dt, st);
+#else
   CALL(ncclSend);
+#endif
 }
 
 int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) {
   (void)r, (void)n, (void)dt, (void)peer, (void)c, (void)st;
+#ifdef STAND_IN_QUIRKY
+  if (counted("ncclRecv")) return INVALID_USAGE;
+  return self_p2p(0, NULL, r, n, dt, st);
+#else
   CALL(ncclRecv);
+#endif
 }
 
 int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) {
@@ -151,14 +245,19 @@ int ncclRedOpDestroy(int op, comm_t c) {
 
 #ifdef STAND_IN_QUIRKY
 int ncclAllToAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
-  CALL(ncclAllToAll);
+  (void)c;
+  if (counted("ncclAllToAll")) return INVALID_USAGE;
+  return s && r ? move(r, s, n, dt, st) : 0; /* stand_in_self_calls passes no buffers */
 }
 
 int ncclAllToAllv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc, const size_t *rd, int dt,
                   comm_t c, stream_t st) {
-  (void)s, (void)sc, (void)sd, (void)r, (void)rc, (void)rd, (void)dt, (void)c, (void)st;
-  CALL(ncclAllToAllv);
+  (void)c;
+  if (counted("ncclAllToAllv")) return INVALID_USAGE;
+  if (!s || !r) return 0; /* stand_in_self_calls passes no buffers */
+  size_t esz = type_size(dt);
+  if (sc[0] != rc[0]) return INVALID_USAGE;
+  return move((char *)r + rd[0] * esz, (const char *)s + sd[0] * esz, sc[0], dt, st);
 }
 
 /* RCCL calls its own exported names through the dynamic linker: this does

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *g_kind_names[] = {"cuda", "host"};
+static const char *g_kind_names[] = {"cuda", "host", "hip"};
 
 /* Rebuilt from the parsed entries, so a job name shows what ran whatever
  * spacing or form the command line used. */
@@ -30,10 +30,10 @@ int gpu_layout_parse(struct gpu_layout *l, const char *spec, char *err, size_t e
     const char *colon = memchr(p, ':', len);
     size_t klen = colon ? (size_t)(colon - p) : len;
     int kind = -1;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
       if (klen == strlen(g_kind_names[k]) && !strncmp(p, g_kind_names[k], klen)) kind = k;
     if (kind < 0) {
-      snprintf(err, errlen, "entry %d '%.*s': the kind must be cuda or host", l->nranks, (int)len, p);
+      snprintf(err, errlen, "entry %d '%.*s': the kind must be cuda, hip or host", l->nranks, (int)len, p);
       return -1;
     }
     if (colon) {
@@ -71,9 +71,13 @@ int gpu_layout_ncuda(const struct gpu_layout *l) {
 int gpu_layout_assign(struct gpu_layout *l, int ngpus, char *err, size_t errlen) {
   for (int r = 0; r < l->nranks; r++) {
     l->gpu[r] = -1;
-    if (l->kind[r] != GPU_LAYOUT_CUDA) continue;
-    int index = 0; /* cuda ranks of this domain before r */
-    for (int q = 0; q < r; q++) index += l->kind[q] == GPU_LAYOUT_CUDA && !strcmp(l->label[q], l->label[r]);
+    if (l->kind[r] == GPU_LAYOUT_HOST) continue;
+    int index = 0; /* ranks of this kind and domain before r */
+    for (int q = 0; q < r; q++) index += l->kind[q] == l->kind[r] && !strcmp(l->label[q], l->label[r]);
+    if (l->kind[r] == GPU_LAYOUT_HIP) {
+      l->gpu[r] = index;
+      continue;
+    }
     if (index >= ngpus) {
       snprintf(err, errlen,
                "the cuda domain %s%s%s has more cuda ranks than the %d GPU(s) here (NCCL takes one rank per GPU "

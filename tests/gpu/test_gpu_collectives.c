@@ -4,8 +4,9 @@
  * {0, 1, 7, 1023, 2^20+3} x in-place and out-of-place, on forked ranks of a
  * layout: each rank's device kind (cuda, or host: CPU memory) and domain
  * label (HETCCL_DEVICE, HETCCL_DOMAIN; see gpu_layout.h). A cuda rank takes
- * the GPU of its index among the cuda ranks of its domain; a host rank has
- * no stream (NULL; its calls complete on return). Inputs are made and
+ * the GPU of its index among the cuda ranks of its domain (a hip rank, kind
+ * hip over the HIP runtime HETCCL_HIP_LIBRARY names, likewise among the hip
+ * ranks); a host rank has no stream (NULL; its calls complete on return). Inputs are made and
  * results checked on the host by the test harness (tests/harness: its own
  * codecs and references, no library code): each buffer is prepared in a
  * host mirror with guard bytes on both sides, copied to the device, the call
@@ -55,6 +56,20 @@
 #include "device/device.h"
 #include "gpu_layout.h"
 #include "ht.h"
+
+#ifdef HETCCL_TEST_STAND_IN_HIP
+/* Built as test-tools/hip_collectives (tests/abi): hip ranks run over the
+ * stand-in HIP runtime, which takes only its own marker image as a code
+ * object and runs the kernels as their host builds. */
+#include "device/hip/hip_internal.h"
+static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
+static const char *stand_in_archs(void) { return "gfx942"; }
+static const void *stand_in_image(const char *arch, size_t *bytes) {
+  *bytes = strcmp(arch, "gfx942") ? 0 : sizeof g_stand_in_image;
+  return *bytes ? g_stand_in_image : NULL;
+}
+static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+#endif
 
 enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS };
 
@@ -606,13 +621,20 @@ static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
   c->ctx = ctx;
   c->rank = ctx->rank;
   c->n = ctx->nranks;
-  int cuda = o->layout->kind[c->rank] == GPU_LAYOUT_CUDA;
+  int kind = o->layout->kind[c->rank];
+  int gpu = kind != GPU_LAYOUT_HOST;
+  const char *kname = kind == GPU_LAYOUT_CUDA ? "cuda" : kind == GPU_LAYOUT_HIP ? "hip" : "host";
   c->device = o->layout->gpu[c->rank];
-  D = hetccl_device_get(cuda ? HETCCL_DEVICE_CUDA : HETCCL_DEVICE_HOST);
-  if (!ht_case(ctx, D && D->available(), "the %s device kind is not available", cuda ? "cuda" : "host")) return -1;
+  D = hetccl_device_get(kind == GPU_LAYOUT_CUDA ? HETCCL_DEVICE_CUDA
+                        : kind == GPU_LAYOUT_HIP ? HETCCL_DEVICE_HIP
+                                                 : HETCCL_DEVICE_HOST);
+  if (!ht_case(ctx, D && D->available(), "the %s device kind is not available", kname)) return -1;
   hetcclResult_t rc = hetcclSuccess;
-  if (cuda) rc = D->set_device(c->device); /* the communicator takes the current device, as NCCL */
-  if (cuda && rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
+#ifdef HETCCL_TEST_STAND_IN_HIP
+  if (kind == GPU_LAYOUT_HIP) hetccl_hip_set_images(&g_stand_in_images);
+#endif
+  if (gpu) rc = D->set_device(c->device); /* the communicator takes the current device, as NCCL */
+  if (gpu && rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
   return ht_case(ctx, rc == hetcclSuccess, "GPU %d and a stream: %s", c->device, hetcclGetLastError(NULL)) ? 0 : -1;
 }
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The collective matrix on hip ranks, through the real dlopen paths, over
+# the stand-in HIP runtime (test-tools/stand-in-hip-rocm5 and -rocm6, one
+# run per ABI branch: HETCCL_HIP_LIBRARY) and the stand-in RCCL
+# (test-tools/stand-in-rccl/librccl.so.1: HETCCL_RCCL_LIBRARY). Stand-in
+# device memory is host memory, streams are threads running their queue in
+# order, stream waits spin on host memory, kernels run as their host builds
+# (tests/abi/stand_in_hip.c); the stand-in RCCL moves data only within one
+# rank, so every hip domain here has one rank. The driver is
+# tests/gpu/test_gpu_collectives.c built as test-tools/hip_collectives
+# (every collective, type and op, in-place and out-of-place, guards
+# checked). Layouts, per ABI:
+#   hip                   one hip domain alone (pass-through to RCCL)
+#   hip,host              a hip domain and a host domain
+#   hip:d0,hip:d1,host    two hip domains and a host rank (the hip pair
+#                         shares a shm device window: host-registered shm,
+#                         stream waits and writes on it)
+#   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through host slots)
+# Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three-domain layout.
+# Usage: test_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
+set -u
+build=${1:?usage: $0 <build-dir>}
+build=$(cd "$build" && pwd)
+bin=$build/test-tools/hip_collectives
+rccl=$build/test-tools/stand-in-rccl/librccl.so.1
+if [ ! -x "$bin" ] || [ ! -e "$rccl" ]; then
+  echo "FAIL: $bin or $rccl not built"
+  exit 1
+fi
+passed=0
+failed=0
+run() { # ABI WINDOW_BYTES COUNTS LAYOUT
+  local hip=$build/test-tools/stand-in-hip-rocm$1/libamdhip64.so out
+  local desc="rocm$1 $4 counts $3${2:+ HETCCL_SHM_WINDOW_BYTES=$2}"
+  if out=$(env HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" ${2:+HETCCL_SHM_WINDOW_BYTES=$2} \
+      timeout 120 "$bin" --layout "$4" --counts "$3" --timeout 60 2>&1) &&
+      grep -q ' passed, 0 failed$' <<<"$out"; then
+    passed=$((passed + 1))
+    echo "ok: $desc: $(tail -n 1 <<<"$out")"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $desc"
+    grep -v '^hetccl .* WARN' <<<"$out" | tail -n 40
+  fi
+}
+for abi in 5 6; do
+  run $abi "" 0,1,7,1023 hip
+  run $abi "" 0,1,7,1023 hip,host
+  run $abi "" 0,1,7,1023 hip:d0,hip:d1,host
+  run $abi 0 0,1,7,1023 hip:d0,hip:d1,host
+done
+run 6 "" 65539 hip:d0,hip:d1,host
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
