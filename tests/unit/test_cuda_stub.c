@@ -24,53 +24,10 @@
 #include "util/error.h"
 #include "ccl/nccl/nccl_vendor.h"
 
-#include "unit_tally.h"
+#include "unit_child.h"
 
-static int contains(const char *s, const char *part) { return s && part && strstr(s, part) != NULL; }
-
-/* Runs fn in a child with the environment variable name=value set. */
-static void in_child(const char *name, const char *value, void (*fn)(const char *value), const char *label) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    check(0, "pipe");
-    return;
-  }
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    alarm(60);
-    if (name) setenv(name, value, 1);
-    g_pass = g_fail = 0;
-    fn(value);
-    int counts[2] = {g_pass, g_fail};
-    if (write(fds[1], counts, sizeof counts) != (ssize_t)sizeof counts) _exit(2);
-    fflush(stdout);
-    _exit(0);
-  }
-  close(fds[1]);
-  int counts[2] = {0, 0};
-  ssize_t got = read(fds[0], counts, sizeof counts);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  char what[256];
-  snprintf(what, sizeof what, "%s: child finished normally", label);
-  check(got == (ssize_t)sizeof counts && WIFEXITED(status) && WEXITSTATUS(status) == 0, what);
-  g_pass += counts[0];
-  g_fail += counts[1];
-  printf("  %-58s %d passed, %d failed\n", label, counts[0], counts[1]);
-}
 
 /* ---- CUDA driver unreachable ---- */
-
-static void expect_fail(hetcclResult_t rc, hetcclResult_t want, const char *needle, const char *what) {
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s returns code %d (got %d)", what, (int)want, (int)rc);
-  check(rc == want, msg);
-  snprintf(msg, sizeof msg, "%s error names '%s' (got '%s')", what, needle, hetccl_last_error());
-  check(contains(hetccl_last_error(), needle), msg);
-}
 
 static void cuda_unreachable(const char *lib) {
   const struct hetccl_device_ops *ops = hetccl_device_get(HETCCL_DEVICE_CUDA);
@@ -274,15 +231,15 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   host_ops_table();
   kernels_blob();
-  in_child("HETCCL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", cuda_unreachable, "cuda: driver library missing");
-  in_child("HETCCL_CUDA_LIBRARY", "libm.so.6", cuda_wrong_library, "cuda: library is not the driver");
-  in_child("HETCCL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", nccl_missing, "nccl: library missing");
-  in_child("HETCCL_NCCL_LIBRARY", "libm.so.6", nccl_not_nccl, "nccl: library is not NCCL");
+  in_child_env("HETCCL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", NULL, NULL, cuda_unreachable, "cuda: driver library missing");
+  in_child_env("HETCCL_CUDA_LIBRARY", "libm.so.6", NULL, NULL, cuda_wrong_library, "cuda: library is not the driver");
+  in_child_env("HETCCL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", NULL, NULL, nccl_missing, "nccl: library missing");
+  in_child_env("HETCCL_NCCL_LIBRARY", "libm.so.6", NULL, NULL, nccl_not_nccl, "nccl: library is not NCCL");
   char self[1100];
   if (find_libhetccl(self, sizeof self))
-    in_child("HETCCL_NCCL_LIBRARY", self, nccl_is_hetccl, "nccl: library is libhetccl");
+    in_child_env("HETCCL_NCCL_LIBRARY", self, NULL, NULL, nccl_is_hetccl, "nccl: library is libhetccl");
   else
     printf("  libhetccl.so not built beside this test: self-rejection check skipped\n");
-  in_child(NULL, NULL, nccl_default_search, "nccl: default search");
+  in_child_env(NULL, NULL, NULL, NULL, nccl_default_search, "nccl: default search");
   return tally_report();
 }

@@ -26,58 +26,13 @@
 #include "device/hip/hip_internal.h"
 #include "util/error.h"
 
-#include "unit_tally.h"
+#include "unit_child.h"
 
 #ifndef HETCCL_TEST_STAND_IN_HIP5
 #define HETCCL_TEST_STAND_IN_HIP5 ""
 #define HETCCL_TEST_STAND_IN_HIP6 ""
 #endif
 
-static int contains(const char *s, const char *part) { return s && part && strstr(s, part) != NULL; }
-
-/* Runs fn(value) in a child with name=value (and extra=extra_value) set. */
-static void in_child(const char *name, const char *value, const char *extra, const char *extra_value,
-                     void (*fn)(const char *value), const char *label) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    check(0, "pipe");
-    return;
-  }
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    alarm(60);
-    if (name) setenv(name, value, 1);
-    if (extra) setenv(extra, extra_value, 1);
-    g_pass = g_fail = 0;
-    fn(value);
-    int counts[2] = {g_pass, g_fail};
-    if (write(fds[1], counts, sizeof counts) != (ssize_t)sizeof counts) _exit(2);
-    fflush(stdout);
-    _exit(0);
-  }
-  close(fds[1]);
-  int counts[2] = {0, 0};
-  ssize_t got = read(fds[0], counts, sizeof counts);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  char what[256];
-  snprintf(what, sizeof what, "%s: child finished normally", label);
-  check(got == (ssize_t)sizeof counts && WIFEXITED(status) && WEXITSTATUS(status) == 0, what);
-  g_pass += counts[0];
-  g_fail += counts[1];
-  printf("  %-58s %d passed, %d failed\n", label, counts[0], counts[1]);
-}
-
-static void expect_fail(hetcclResult_t rc, hetcclResult_t want, const char *needle, const char *what) {
-  char msg[512];
-  snprintf(msg, sizeof msg, "%s returns code %d (got %d)", what, (int)want, (int)rc);
-  check(rc == want, msg);
-  snprintf(msg, sizeof msg, "%s error names '%s' (got '%s')", what, needle, hetccl_last_error());
-  check(contains(hetccl_last_error(), needle), msg);
-}
 
 /* ---- kernel images of a test's own, for the selection logic and the stand-in ---- */
 
@@ -406,20 +361,20 @@ int main(void) {
   memory_kinds();
   const char *v5 = HETCCL_TEST_STAND_IN_HIP5, *v6 = HETCCL_TEST_STAND_IN_HIP6;
   if (v5[0] && access(v5, R_OK) == 0) {
-    in_child("HETCCL_HIP_LIBRARY", v5, NULL, NULL, stand_in, "hip: stand-in runtime, ROCm 5 ABI");
-    in_child("HETCCL_HIP_LIBRARY", v6, NULL, NULL, stand_in, "hip: stand-in runtime, ROCm 6 ABI");
-    in_child("HETCCL_HIP_LIBRARY", v5, "STAND_IN_HIP_ARCH", "sm_90", stand_in_odd_arch,
+    in_child_env("HETCCL_HIP_LIBRARY", v5, NULL, NULL, stand_in, "hip: stand-in runtime, ROCm 5 ABI");
+    in_child_env("HETCCL_HIP_LIBRARY", v6, NULL, NULL, stand_in, "hip: stand-in runtime, ROCm 6 ABI");
+    in_child_env("HETCCL_HIP_LIBRARY", v5, "STAND_IN_HIP_ARCH", "sm_90", stand_in_odd_arch,
              "hip: arch name not gfx (ROCm 5 ABI)");
-    in_child("HETCCL_HIP_LIBRARY", v6, "STAND_IN_HIP_ARCH", "", stand_in_odd_arch, "hip: arch name empty (ROCm 6 ABI)");
-    in_child("HETCCL_HIP_LIBRARY", v5, "STAND_IN_HIP_DEVICES", "0", no_device, "hip: runtime without a GPU (ROCm 5)");
-    in_child("HETCCL_HIP_LIBRARY", v6, "STAND_IN_HIP_DEVICES", "0", no_device, "hip: runtime without a GPU (ROCm 6)");
+    in_child_env("HETCCL_HIP_LIBRARY", v6, "STAND_IN_HIP_ARCH", "", stand_in_odd_arch, "hip: arch name empty (ROCm 6 ABI)");
+    in_child_env("HETCCL_HIP_LIBRARY", v5, "STAND_IN_HIP_DEVICES", "0", no_device, "hip: runtime without a GPU (ROCm 5)");
+    in_child_env("HETCCL_HIP_LIBRARY", v6, "STAND_IN_HIP_DEVICES", "0", no_device, "hip: runtime without a GPU (ROCm 6)");
   } else {
     check(0, "the stand-in HIP runtime was built beside this test");
   }
-  in_child("HETCCL_HIP_LIBRARY", "/nonexistent/libamdhip64.so", NULL, NULL, no_library, "hip: runtime library missing");
-  in_child("HETCCL_HIP_LIBRARY", "libm.so.6", NULL, NULL, not_hip, "hip: library is not HIP");
-  in_child(NULL, NULL, NULL, NULL, default_search, "hip: default library search");
+  in_child_env("HETCCL_HIP_LIBRARY", "/nonexistent/libamdhip64.so", NULL, NULL, no_library, "hip: runtime library missing");
+  in_child_env("HETCCL_HIP_LIBRARY", "libm.so.6", NULL, NULL, not_hip, "hip: library is not HIP");
+  in_child_env(NULL, NULL, NULL, NULL, default_search, "hip: default library search");
   /* In a child: the parent never loads a real runtime before it forks. */
-  in_child("HETCCL_HIP_LIBRARY", "libamdhip64.so.5", NULL, NULL, debian_runtime, "hip: Debian's libamdhip64.so.5");
+  in_child_env("HETCCL_HIP_LIBRARY", "libamdhip64.so.5", NULL, NULL, debian_runtime, "hip: Debian's libamdhip64.so.5");
   return tally_report();
 }
