@@ -21,19 +21,8 @@ lib=$build/lib/libnccl.so.2
 ours=$src/include/nccl/nccl.h
 cuda_inc=${CUDA_HOME:-/usr/local/cuda}/include
 system_h=$cuda_inc/nccl.h
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-check() { # check <ok:0|1> <message>
-  if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2"; fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit $?
-}
+# shellcheck source=lib/tally.sh
+. "$(dirname "$0")/lib/tally.sh"
 
 # Functions a header declares: comments stripped (without expanding
 # includes), then every nccl*/pnccl* name followed by "(" outside #define lines.

@@ -21,19 +21,8 @@ face=$build/lib/libnccl.so.2
 probe=$build/test-tools/nccl_search_probe
 stand_in=$build/test-tools/stand-in-nccl/libnccl.so.2
 info=$build/bin/hetccl-info
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-check() { # check <ok:0|1> <message>
-  if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2"; fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit $?
-}
+# shellcheck source=lib/tally.sh
+. "$(dirname "$0")/lib/tally.sh"
 has() { grep -qF -- "$2" <<<"$1"; } # has <text> <fixed string>
 field() { sed -n "s/^$2 //p" <<<"$1"; } # field <probe output> <name>
 

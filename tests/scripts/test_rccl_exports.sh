@@ -23,19 +23,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$build/lib/librccl.so.1
 nccl_face=$build/lib/libnccl.so.2
 ours=$src/include/rccl/rccl.h
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-check() { # check <ok:0|1> <message>
-  if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2"; fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit $?
-}
+# shellcheck source=lib/tally.sh
+. "$(dirname "$0")/lib/tally.sh"
 declared() {
   gcc -fpreprocessed -dD -E -P -x c "$1" 2>/dev/null | grep -v '^[[:space:]]*#' |
     grep -oE '\bp?(nccl|msccl)[A-Za-z0-9_]*[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u
