@@ -197,7 +197,7 @@ static void read_hello(hetccl_bootstrap *b, const struct hetccl_hello_rules *rul
   }
   p->in_fd = hetccl_acceptor_take(&b->hellos, i);
   p->in_state = HCB_IN_OPEN;
-  HETCCL_TRACE("bootstrap rank %d: rank %u connected", b->rank, from);
+  HETCCL_DEBUG_TRACE("bootstrap rank %d: rank %u connected", b->rank, from);
 }
 
 /* ---- outgoing connections ---- */

@@ -17,6 +17,7 @@ void hetccl_log(int level, const char *file, int line, const char *fmt, ...)
   } while (0)
 #define HETCCL_WARN(...) HETCCL_LOG_AT(HETCCL_LOG_WARN, __VA_ARGS__)
 #define HETCCL_INFO(...) HETCCL_LOG_AT(HETCCL_LOG_INFO, __VA_ARGS__)
-#define HETCCL_TRACE(...) HETCCL_LOG_AT(HETCCL_LOG_TRACE, __VA_ARGS__)
+/* HETCCL_DEBUG=TRACE messages (not the timeline: that is HETCCL_TRACE, util/trace.h). */
+#define HETCCL_DEBUG_TRACE(...) HETCCL_LOG_AT(HETCCL_LOG_TRACE, __VA_ARGS__)
 
 #endif

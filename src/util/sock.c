@@ -172,7 +172,7 @@ hetcclResult_t hetccl_sock_local_addr(const char *ifname, union hetccl_sockaddr 
   freeifaddrs(list);
   if (found) {
     char s[64];
-    HETCCL_TRACE("local address %s", hetccl_sock_str(addr, s, sizeof s));
+    HETCCL_DEBUG_TRACE("local address %s", hetccl_sock_str(addr, s, sizeof s));
   }
   return rc;
 }
@@ -183,7 +183,7 @@ static void set_nodelay(int fd) {
   int one = 1;
   /* Best effort: without it the connection still works, only slower. */
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-    HETCCL_TRACE("TCP_NODELAY failed: %s", strerror(errno));
+    HETCCL_DEBUG_TRACE("TCP_NODELAY failed: %s", strerror(errno));
 }
 
 /* Milliseconds until `deadline` for poll(), rounded up; -1 for no deadline. */

@@ -109,7 +109,7 @@ static hetcclResult_t builtin_run(hetccl_vcomm *vc, const struct hetccl_op *ops,
   for (int i = 0; i < nops; i++) {
     const struct hetccl_op *op = &ops[i];
     if (op->coll == HETCCL_COLL_SEND || op->coll == HETCCL_COLL_RECV) continue;
-    HETCCL_TRACE("builtin rank %d: %s count %zu type %d root %d", vc->rank, hetccl_coll_name(op->coll), op->count,
+    HETCCL_DEBUG_TRACE("builtin rank %d: %s count %zu type %d root %d", vc->rank, hetccl_coll_name(op->coll), op->count,
                  (int)op->dtype, op->root);
     HETCCL_CHECK(run_collective(vc, op));
   }
