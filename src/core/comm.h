@@ -96,6 +96,7 @@ struct hetccl_comm {
   int aborting;                     /* hetcclCommAbort: stop without waiting for device work */
 
   struct hetccl_comm_worker *worker;  /* made on first group spanning several comms */
+  struct hetccl_trace *trace;         /* HETCCL_TRACE: this rank's timeline (core/trace_calls.h); NULL: off */
 };
 
 /* Live-communicator registry: lets every API call reject a pointer that is

@@ -10,10 +10,12 @@
 #include "core/group.h"
 #include "core/links.h"
 #include "core/rank_table.h"
+#include "core/trace_calls.h"
 #include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/trace.h"
 
 /* The device kind: HETCCL_DEVICE's, else auto choice (device/registry.c).
  * The device is the caller's current one, as in NCCL. */
@@ -105,6 +107,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .async_error = &c->async_error,
   };
   HETCCL_CHECK(hetccl_plan_state_create(&c->topo, &c->topo.state));
+  HETCCL_CHECK(hetccl_trace_comm_open(c));
   HETCCL_INFO("rank %d/%d ready: domain %d of %d (%d ranks, vendor %s)", c->rank, c->nranks, c->my_domain, c->ndomains,
               c->domain_size, c->vendor->name);
   return hetcclSuccess;
@@ -145,6 +148,7 @@ void hetccl_comm_free(struct hetccl_comm *c) {
   if (!c) return;
   hetccl_worker_stop(c);
   hetccl_plan_state_free(c->topo.state, c->aborting);
+  hetccl_trace_close(c->trace); /* after every thread that records into it (worker, progress engine) stopped */
   if (c->vcomm && c->vendor) c->vendor->destroy(c->vcomm);
   hetccl_links_free(c);
   if (c->bootstrap) hetccl_bootstrap_destroy(c->bootstrap);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/trace_calls.h"
 #include "util/error.h"
 
 struct group_entry {
@@ -45,7 +46,9 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
+  uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
   rc = hetccl_plan_run(&c->topo, ops, n);
+  if (traced) hetccl_trace_batch_end(c, ops, n, traced);
   /* A refused operation leaves the communicator usable; a failure while
    * moving data leaves peers out of step, so the communicator is poisoned. */
   if (rc != hetcclSuccess && rc != hetcclInvalidArgument && rc != hetcclInvalidUsage) {
@@ -56,6 +59,7 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_
 }
 
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op) {
+  if (c->trace) hetccl_trace_enqueued(c, op);
   if (g.depth == 0) return hetccl_comm_run_batch(c, op, 1);
   if (g.n == g.cap) {
     int cap = g.cap ? g.cap * 2 : 64;

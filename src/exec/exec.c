@@ -8,6 +8,7 @@
 #include "device/reduce_consume.h"
 #include "util/array.h"
 #include "util/error.h"
+#include "util/trace.h"
 
 size_t hetccl_link_chunk(size_t bytes) {
   const size_t min = (size_t)1 << 20, max_chunks = 4;
@@ -24,7 +25,9 @@ hetcclResult_t hetccl_exec_scratch(struct hetccl_exec *ex, int slot, size_t byte
 hetcclResult_t hetccl_exec_copy(struct hetccl_exec *ex, void *dst, const void *src, size_t bytes) {
   if (bytes == 0 || dst == src) return hetcclSuccess;
   if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->copy_async(dst, src, bytes, ex->stream);
+  HETCCL_TRACE_BEGIN(HETCCL_TK_COPY, "copy", -1, bytes);
   memmove(dst, src, bytes);
+  HETCCL_TRACE_END(HETCCL_TK_COPY, "copy", -1, bytes);
   return hetcclSuccess;
 }
 
@@ -42,7 +45,9 @@ hetcclResult_t hetccl_exec_reduce(struct hetccl_exec *ex, void *dst, const void 
   plain.premul = 0;
   plain.postdiv = 0;
   if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->reduce(dst, a, b, count, dt, &plain, 0, ex->stream);
+  HETCCL_TRACE_BEGIN(HETCCL_TK_REDUCE, "reduce", -1, count * hetccl_type_size(dt));
   hetccl_host_reduce(dst, a, 0, b, count, dt, &plain);
+  HETCCL_TRACE_END(HETCCL_TK_REDUCE, "reduce", -1, count * hetccl_type_size(dt));
   return hetcclSuccess;
 }
 
@@ -118,8 +123,10 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
 hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what) {
   hetcclResult_t rc;
   if (ex->phase.n == 0) return hetcclSuccess;
+  HETCCL_TRACE_BEGIN(HETCCL_TK_LINK, what, -1, 0);
   if (ex->dexec) rc = hetccl_dexec_exchange(ex->dexec, &ex->phase, ex->stream);
   else rc = host_exchange(ex, what);
+  HETCCL_TRACE_END(HETCCL_TK_LINK, what, -1, 0);
   ex->phase.n = 0;
   return rc;
 }

@@ -8,6 +8,7 @@
 #include "util/array.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/trace.h"
 #include "util/wait.h"
 
 struct dbuf {
@@ -209,6 +210,7 @@ static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_p
       *forked = 1;
     }
     HETCCL_TRY(hetccl_dwin_send(w, x->src, x->bytes, d->send_stream));
+    HETCCL_TRACE_MARK(HETCCL_TK_STAGE, "window send", x->link->peer, x->bytes, 0);
   }
   if (*forked) HETCCL_TRY(D->event_record(d->join_event, d->send_stream));
   return hetcclSuccess;
@@ -240,6 +242,7 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       HETCCL_TRY(D->copy_async(staging + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRACE_MARK(HETCCL_TK_STAGE, "stage to host", x->link->peer, n, 0);
       HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
       HETCCL_TRY(D->event_record(ev, stream));
       HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate));
@@ -274,14 +277,17 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
+      HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait chunk", x->link->peer, n, base + k);
       if (x->a)
         HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
                              x->dt, &x->op, 0, stream));
       else
         HETCCL_TRY(D->copy_async((char *)x->dst + off, (char *)d->recv.host + at + off, n, stream));
+      HETCCL_TRACE_MARK(x->a ? HETCCL_TK_REDUCE : HETCCL_TK_STAGE, x->a ? "reduce from host" : "stage to device", x->link->peer, n, 0);
     }
     at += staged_span(x->bytes);
   }
+  HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait phase", -1, 0, base + nrecv + 1);
   return D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ);
 }
 
@@ -300,6 +306,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     const struct hetccl_phase_xfer *x = &ph->x[i];
     struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
     if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
+    if (w) HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "window receive", x->link->peer, x->bytes, 0);
   }
   if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
   if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
@@ -359,4 +366,20 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (d->done_event) d->dev->event_destroy(d->done_event);
   free(d->ret);
   free(d);
+}
+
+/* Timeline (util/trace.h): a job with no transfers, gated by an event
+ * recorded here, after the call's stream work; the engine sees the gate
+ * open when the stream has passed the call and records the call's end. */
+hetcclResult_t hetccl_dexec_trace_mark(struct hetccl_dexec *d, hetcclStream_t stream) {
+  struct hetccl_progress_job *job;
+  void *ev;
+  int gate;
+  HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
+  HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+  HETCCL_TRY(d->dev->event_record(ev, stream));
+  job->trace_mark = 1;
+  hetccl_trace_rec(HETCCL_TK_STREAM, 'b', "on stream", -1, 0, hetccl_trace_tls.call, 0);
+  hetccl_progress_submit(d->engine, job);
+  return hetcclSuccess;
 }

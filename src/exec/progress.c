@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/time.h"
+#include "util/trace.h"
 #include "util/wait.h"
 
 /* Jobs in flight at most; a producer that gets this far ahead waits. */
@@ -41,6 +42,7 @@ static void flag_store(struct hetccl_progress *p, uint32_t v) {
   /* Release: the staging bytes the value announces are visible first
    * (x86 stores reach a snooping PCIe reader in order). */
   atomic_store_explicit((_Atomic uint32_t *)p->flag_host, v, memory_order_release);
+  HETCCL_TRACE_MARK(HETCCL_TK_FLAG, "flag", -1, 0, v);
 }
 
 static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
@@ -169,11 +171,16 @@ static void *engine_main(void *arg) {
     struct hetccl_progress_job *j = &p->slots[p->head % PROGRESS_SLOTS];
     int skip = p->abort || p->failed;
     pthread_mutex_unlock(&p->lock);
+    hetccl_trace_enter(j->trace, j->trace_call);
+    HETCCL_TRACE_BEGIN(HETCCL_TK_JOB, j->trace_mark ? "stream end" : "link phase", -1, 0);
     if (!skip) {
       hetcclResult_t rc = run_job(p, j);
       if (rc != hetcclSuccess && !aborting(p)) fail(p, rc);
     }
     flag_store(p, j->flag_base + (uint32_t)j->nrecv + 1);
+    HETCCL_TRACE_END(HETCCL_TK_JOB, j->trace_mark ? "stream end" : "link phase", -1, 0);
+    if (j->trace_mark && HETCCL_TRACE_ON()) hetccl_trace_rec(HETCCL_TK_STREAM, 'e', "on stream", -1, 0, j->trace_call, 0);
+    hetccl_trace_enter(NULL, 0);
     pthread_mutex_lock(&p->lock);
     p->head++;
     pthread_cond_broadcast(&p->cond);
@@ -223,6 +230,7 @@ hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_pr
   struct hetccl_progress_job *j = &p->slots[p->tail % PROGRESS_SLOTS];
   pthread_mutex_unlock(&p->lock);
   j->nx = 0;
+  j->trace_mark = 0;
   j->nevents_used = 0;
   j->nrecv = 0;
   *job = j;
@@ -261,6 +269,7 @@ hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *l
 
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *j) {
   j->flag_base = p->flag_next;
+  j->trace = hetccl_trace_tls.t, j->trace_call = hetccl_trace_tls.call; /* the engine records the job into the caller's timeline */
   p->flag_next += (uint32_t)j->nrecv + 1;
   pthread_mutex_lock(&p->lock);
   p->tail++;

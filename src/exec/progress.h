@@ -48,6 +48,9 @@ struct hetccl_progress_job {
   int nevents_used, nevents;
   int nrecv;
   uint32_t flag_base;
+  struct hetccl_trace *trace;  /* the timeline of the thread that submitted it (util/trace.h), and its call */
+  uint32_t trace_call;
+  int trace_mark;              /* a job of no transfers whose gate marks where a traced call's stream work ends */
 };
 
 /* Starts the engine thread for `device` (its context is made current there). */

@@ -9,6 +9,7 @@
 #include "util/array.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 hetcclResult_t hetccl_plan_vop_add(struct hetccl_plan_state *st, const struct hetccl_op *op) {
   HETCCL_TRY(hetccl_array_room((void **)&st->vops, &st->vops_cap, st->nvops, sizeof *st->vops, 16, "a vendor batch"));
@@ -194,6 +195,7 @@ hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct het
   HETCCL_TRY(dev->ctx_push(t->device));
   hetcclResult_t rc = hetccl_dexec_check_stream(st->ex.dexec, ops[0].stream);
   if (rc == hetcclSuccess) rc = plan_run_domains(st, ops, n);
+  if (rc == hetcclSuccess && HETCCL_TRACE_ON()) rc = hetccl_dexec_trace_mark(st->ex.dexec, ops[0].stream);
   hetcclResult_t pop = dev->ctx_pop();
   return rc != hetcclSuccess ? rc : pop;
 }

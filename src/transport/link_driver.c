@@ -5,6 +5,7 @@
 
 #include "util/error.h"
 #include "util/time.h"
+#include "util/trace.h"
 
 void hetccl_link_driver_init(struct hetccl_link_driver *d, int64_t timeout_ms, const char *fmt, ...) {
   va_list ap;
@@ -30,6 +31,7 @@ hetcclResult_t hetccl_link_post(struct hetccl_link_driver *d, struct hetccl_link
   hetcclResult_t rc = x->send ? hetccl_link_isend(x->link, x->buf, x->bytes, &x->req)
                               : hetccl_link_irecv(x->link, x->buf, x->bytes, x->fn, x->arg, &x->req);
   if (rc != hetcclSuccess) return link_failed(d, x, rc);
+  HETCCL_TRACE_CHUNK('b', x->send, x->link->peer, x->bytes, ((uint64_t)(uintptr_t)x->link << 24) ^ (x->req << 1) ^ (uint64_t)x->send);
   x->state = HETCCL_XFER_POSTED;
   d->moved = 1;
   return hetcclSuccess;
@@ -41,6 +43,7 @@ hetcclResult_t hetccl_link_poll(struct hetccl_link_driver *d, struct hetccl_link
   hetcclResult_t rc = hetccl_link_test(x->link, x->req, &done);
   if (rc != hetcclSuccess) return link_failed(d, x, rc);
   if (done) {
+    HETCCL_TRACE_CHUNK('e', x->send, x->link->peer, x->bytes, ((uint64_t)(uintptr_t)x->link << 24) ^ (x->req << 1) ^ (uint64_t)x->send);
     x->state = HETCCL_XFER_DONE;
     d->moved = 1;
   }

@@ -39,6 +39,10 @@ static const struct hetccl_setting g_items[] = {
      .unset_means = "the default route's interface", .help = "interfaces for the bootstrap and socket links"},
     {.name = "HETCCL_SHM_WINDOW_READ", .kind = HETCCL_SETTING_CHOICE, .dflt = "copy", .choices = g_window_reads,
      AT(shm_window_kernel_read), .help = "how a reducing receive reads a device window"},
+    {.name = "HETCCL_TRACE", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(trace_path), .unset_means = "no timeline",
+     .help = "write each rank's timeline (Chrome trace JSON) here; %r rank, %p pid, %h host"},
+    {.name = "HETCCL_TRACE_EVENTS", .kind = HETCCL_SETTING_INT, .dflt = "262144", .min = 1024, .max = (int64_t)1 << 28,
+     AT(trace_events), .help = "events a timeline holds (48 bytes each); later ones are dropped and counted"},
 };
 #undef AT
 

@@ -23,6 +23,8 @@ struct hetccl_params {
   const char *device_kind;    /* HETCCL_DEVICE: "" (auto) or a device kind's name */
   int shm_window_kernel_read; /* HETCCL_SHM_WINDOW_READ: "kernel" (reduce straight from the window) or "copy" */
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
+  const char *trace_path;     /* HETCCL_TRACE: "" (off) or where each rank's timeline goes (util/trace.h) */
+  int64_t trace_events;       /* HETCCL_TRACE_EVENTS: events a timeline holds */
 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */

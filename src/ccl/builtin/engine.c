@@ -14,6 +14,7 @@
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/trace.h"
 #include "ccl/builtin/engine.h"
 
 hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **out) {
@@ -111,11 +112,15 @@ static hetcclResult_t builtin_run(hetccl_vcomm *vc, const struct hetccl_op *ops,
     if (op->coll == HETCCL_COLL_SEND || op->coll == HETCCL_COLL_RECV) continue;
     HETCCL_DEBUG_TRACE("builtin rank %d: %s count %zu type %d root %d", vc->rank, hetccl_coll_name(op->coll), op->count,
                  (int)op->dtype, op->root);
+    HETCCL_TRACE_BEGIN(HETCCL_TK_VENDOR, hetccl_coll_name(op->coll), -1, op->count * hetccl_type_size(op->dtype));
     HETCCL_CHECK(run_collective(vc, op));
+    HETCCL_TRACE_END(HETCCL_TK_VENDOR, hetccl_coll_name(op->coll), -1, op->count * hetccl_type_size(op->dtype));
   }
   if (np2p) {
     vc->bg = NULL;
+    HETCCL_TRACE_BEGIN(HETCCL_TK_VENDOR, "Send/Recv", -1, 0);
     HETCCL_CHECK(hetccl_eng_flow_run(p2p));
+    HETCCL_TRACE_END(HETCCL_TK_VENDOR, "Send/Recv", -1, 0);
   }
   return hetcclSuccess;
 fail:

@@ -25,6 +25,7 @@
 #include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/trace.h"
 #include "ccl/nccl/nccl_api.h"
 #include "ccl/nccl/nccl_flavor.h"
 
@@ -277,6 +278,7 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
   }
   vc->nmade = 0;
   int grouped = nops > 1 || multi_call(vc, &ops[0]);
+  HETCCL_TRACE_BEGIN(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
   if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
   for (int i = 0; i < nops && rc == hetcclSuccess; i++) rc = issue(vc, &ops[i]);
   if (grouped) {
@@ -289,6 +291,7 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
     if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclRedOpDestroy");
   }
   vc->nmade = 0;
+  HETCCL_TRACE_END(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
   if (rc != hetcclSuccess) return rc;
   /* Post-division of the result this rank holds, after NCCL's sum. */
   for (int i = 0; i < nops; i++)
