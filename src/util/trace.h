@@ -54,7 +54,7 @@ struct hetccl_trace_event {
   int32_t tid;       /* the OS thread id */
   uint8_t kind;      /* enum hetccl_trace_kind */
   char ph;           /* Chrome phase: 'B', 'E', 'b', 'e', 'i' */
-  uint16_t flags;    /* CHUNK: 1 = send */
+  uint16_t flags;    /* CHUNK: 1 = send; CALL: the calls in its batch (a group's calls on this communicator) */
 };
 
 struct hetccl_trace;
@@ -107,9 +107,9 @@ static inline struct hetccl_trace *hetccl_trace_enter(struct hetccl_trace *t, ui
   hetccl_trace_tls.call = call;
   return prev;
 }
-/* Records the call begin / end of one call numbered `call` on this thread
- * into `t` (an API call's hooks; core). */
+/* Records the begin / end of call number `call`, one of a batch of `batch`
+ * run together, into `t` (core's hooks). */
 void hetccl_trace_call(struct hetccl_trace *t, char ph, int kind, const char *name, uint32_t call, int peer,
-                       uint64_t bytes);
+                       uint64_t bytes, unsigned batch);
 
 #endif
