@@ -27,7 +27,7 @@ static int op_peer(const struct hetccl_op *op) {
 }
 
 void hetccl_trace_enqueued(struct hetccl_comm *c, const struct hetccl_op *op) {
-  hetccl_trace_call(c->trace, 'i', HETCCL_TK_ENQUEUE, hetccl_coll_name(op->coll), 0, op_peer(op), op_bytes(op), 0);
+  hetccl_trace_call(c->trace, 'i', HETCCL_TK_ENQUEUE, hetccl_coll_name(op->coll), 0, op_peer(op), op_bytes(op), 0, 0);
 }
 
 uint32_t hetccl_trace_batch_begin(struct hetccl_comm *c, const struct hetccl_op *ops, int n) {
@@ -35,13 +35,13 @@ uint32_t hetccl_trace_batch_begin(struct hetccl_comm *c, const struct hetccl_op 
   hetccl_trace_enter(c->trace, first);
   for (int i = 0; i < n; i++)
     hetccl_trace_call(c->trace, 'B', HETCCL_TK_CALL, hetccl_coll_name(ops[i].coll), first + (uint32_t)i, op_peer(&ops[i]),
-                      op_bytes(&ops[i]), (unsigned)n);
+                      op_bytes(&ops[i]), first, (unsigned)n);
   return first;
 }
 
 void hetccl_trace_batch_end(struct hetccl_comm *c, const struct hetccl_op *ops, int n, uint32_t first) {
   for (int i = n - 1; i >= 0; i--)
     hetccl_trace_call(c->trace, 'E', HETCCL_TK_CALL, hetccl_coll_name(ops[i].coll), first + (uint32_t)i, op_peer(&ops[i]),
-                      op_bytes(&ops[i]), (unsigned)n);
+                      op_bytes(&ops[i]), first, (unsigned)n);
   hetccl_trace_enter(NULL, 0);
 }

@@ -55,8 +55,8 @@ void hetccl_trace_rec(int kind, char ph, const char *name, int peer, uint64_t by
 }
 
 void hetccl_trace_call(struct hetccl_trace *t, char ph, int kind, const char *name, uint32_t call, int peer,
-                       uint64_t bytes, unsigned batch) {
-  put(t, kind, ph, name, call, peer, bytes, call, batch > 0xffff ? 0xffff : batch);
+                       uint64_t bytes, uint32_t first, unsigned batch) {
+  put(t, kind, ph, name, call, peer, bytes, first, batch > 0xffff ? 0xffff : batch);
 }
 
 uint32_t hetccl_trace_calls_take(struct hetccl_trace *t, int n_calls) {
@@ -190,7 +190,7 @@ static void write_json(struct hetccl_trace *t) {
     fprintf(f, ",\"args\":{\"call\":%u,\"bytes\":%llu", e->call, (unsigned long long)e->bytes);
     if (e->peer >= 0) fprintf(f, ",\"peer\":%d", e->peer);
     if (e->kind == HETCCL_TK_FLAG || e->kind == HETCCL_TK_WAIT) fprintf(f, ",\"value\":%llu", (unsigned long long)e->id);
-    if (e->kind == HETCCL_TK_CALL) fprintf(f, ",\"batch\":%u", e->flags);
+    if (e->kind == HETCCL_TK_CALL) fprintf(f, ",\"first\":%llu,\"batch\":%u", (unsigned long long)e->id, e->flags);
     if (e->kind == HETCCL_TK_CHUNK) fprintf(f, ",\"send\":%u", e->flags & 1u);
     fprintf(f, "}}");
   }

@@ -47,7 +47,7 @@ enum hetccl_trace_kind {
 struct hetccl_trace_event {
   uint64_t t_ns;     /* CLOCK_MONOTONIC */
   uint64_t bytes;
-  uint64_t id;       /* b/e: pairs the two; FLAG, WAIT: the value */
+  uint64_t id;       /* b/e: pairs the two; FLAG, WAIT: the value; CALL: the first call of its batch */
   const char *name;  /* a string literal (never freed or changed) */
   uint32_t call;     /* the call it belongs to (its number in this timeline, from 1); 0: none */
   int32_t peer;      /* the rank at the other end, or the root; -1: none */
@@ -108,8 +108,8 @@ static inline struct hetccl_trace *hetccl_trace_enter(struct hetccl_trace *t, ui
   return prev;
 }
 /* Records the begin / end of call number `call`, one of a batch of `batch`
- * run together, into `t` (core's hooks). */
+ * run together from call `first` on, into `t` (core's hooks). */
 void hetccl_trace_call(struct hetccl_trace *t, char ph, int kind, const char *name, uint32_t call, int peer,
-                       uint64_t bytes, unsigned batch);
+                       uint64_t bytes, uint32_t first, unsigned batch);
 
 #endif
