@@ -108,7 +108,8 @@ hetcclResult_t hetccl_trace_open(struct hetccl_trace **out, int rank, int nranks
   struct hetccl_trace *t = calloc(1, sizeof *t);
   if (!t) return hetccl_error(hetcclSystemError, "out of memory for the timeline (HETCCL_TRACE)");
   t->cap = (size_t)hetccl_params()->trace_events;
-  t->ev = malloc(t->cap * sizeof *t->ev); /* pages are committed as events fill them */
+  t->ev = malloc(t->cap * sizeof *t->ev);
+  if (t->ev) memset(t->ev, 0, t->cap * sizeof *t->ev); /* committed now: no page faults inside calls */
   if (!t->ev) {
     free(t);
     return hetccl_error(hetcclSystemError, "out of memory for %zu timeline events (HETCCL_TRACE_EVENTS)",
