@@ -4,6 +4,7 @@
 # nothing when everything is present.
 #   --bench     also the benchmark references (Open MPI)
 #   --warnings  also clang, for scripts/check-warnings.sh
+#   --plots     (accepted for clarity: gnuplot is in the default set already)
 set -euo pipefail
 
 need=()
@@ -16,6 +17,9 @@ have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd ip || need+=(iproute2)
 have_pkg libc6-dev || need+=(libc6-dev)
+# The plots (scripts/plot-bench, scripts/trace-plot; tests/scripts/test_plots.sh
+# draws with them, so it is in the default set): gnuplot without X (~10 MB).
+have_cmd gnuplot || need+=(gnuplot-nox)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 # The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
 # header-free HIP and its driver links each code object with lld-19.
@@ -35,6 +39,7 @@ for arg in "$@"; do
     --warnings)
       have_cmd clang || need+=(clang)
       ;;
+    --plots) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

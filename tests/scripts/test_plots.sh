@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/plot-bench and scripts/trace-plot on a real hetccl-perf run (2 host
+# ranks in two domains, 1 KiB to 64 KiB, with HETCCL_TRACE set): plot-bench
+# --data must give every row of the table with the values awk reads from it
+# (size, out-of-place time and busbw; in-place with --inplace), the PNGs must
+# be PNG files, and both scripts must refuse what they cannot draw (a file
+# without rows, a call that is not in the trace). Needs python3 and gnuplot
+# (scripts/install-deps.sh installs gnuplot-nox).
+#
+# usage: bash tests/scripts/test_plots.sh <build-dir>
+set -u
+build=${1:?usage: test_plots.sh <build-dir>}
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "$src/tests/scripts/lib/tally.sh"
+perf="$build/bin/hetccl-perf"
+[ -x "$perf" ]; check $? "hetccl-perf is built"
+command -v gnuplot >/dev/null; check $? "gnuplot is installed (bash scripts/install-deps.sh)"
+
+HETCCL_TRACE="$tmp/t-%r.json" timeout -k 5 120 "$perf" allreduce -N 2 --domains 1,1 -b 1K -e 64K -f 4 -n 2 -w 1 \
+  -T 100 >"$tmp/perf.txt" 2>"$tmp/err"
+check $? "hetccl-perf ran ($(tail -2 "$tmp/err"))"
+
+# plot-bench --data against awk's reading of the same table.
+awk '$1 !~ /^#/ && NF >= 9 { printf "s\t%d\t%g\t%g\n", $1, $6, $8 }' "$tmp/perf.txt" >"$tmp/want"
+python3 "$src/scripts/plot-bench" --data "s=$tmp/perf.txt" >"$tmp/got"
+check $? "plot-bench --data"
+[ "$(wc -l <"$tmp/want")" = 4 ] && cmp -s "$tmp/want" "$tmp/got"
+check $? "plot-bench reads every row, out-of-place columns ($(wc -l <"$tmp/got") rows)"
+awk '$1 !~ /^#/ && NF >= 9 { printf "s\t%d\t%g\t%g\n", $1, $10, $12 }' "$tmp/perf.txt" >"$tmp/want"
+python3 "$src/scripts/plot-bench" --data --inplace "s=$tmp/perf.txt" >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got"
+check $? "plot-bench --inplace reads the in-place columns"
+
+png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
+python3 "$src/scripts/plot-bench" -o "$tmp/b.png" "a=$tmp/perf.txt" "b=$tmp/perf.txt" >/dev/null
+check $? "plot-bench draws"
+png "$tmp/b.png"; check $? "plot-bench wrote a PNG"
+echo "# nothing here" >"$tmp/empty.txt"
+python3 "$src/scripts/plot-bench" -o "$tmp/e.png" "e=$tmp/empty.txt" 2>/dev/null
+[ $? = 1 ] && [ ! -e "$tmp/e.png" ]; check $? "plot-bench refuses a file without rows"
+
+python3 "$src/scripts/trace-merge" --quiet -o "$tmp/merged.json" "$tmp"/t-*.json >/dev/null
+check $? "trace-merge checks the run's timelines"
+python3 "$src/scripts/trace-plot" "$tmp/merged.json" "$tmp/t.png" --call 3 >/dev/null
+check $? "trace-plot draws call 3"
+png "$tmp/t.png"; check $? "trace-plot wrote a PNG"
+python3 "$src/scripts/trace-plot" "$tmp/merged.json" "$tmp/n.png" --call 100000 2>/dev/null
+[ $? = 1 ]; check $? "trace-plot refuses a call that is not in the trace"
+finish
