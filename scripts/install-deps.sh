@@ -20,6 +20,8 @@ have_pkg libc6-dev || need+=(libc6-dev)
 # The plots (scripts/plot-bench, scripts/trace-plot; tests/scripts/test_plots.sh
 # draws with them, so it is in the default set): gnuplot without X (~10 MB).
 have_cmd gnuplot || need+=(gnuplot-nox)
+# The timeline's checker and the plot scripts (test_trace, test_plots): standard library only.
+have_cmd python3 || need+=(python3)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 # The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
 # header-free HIP and its driver links each code object with lld-19.
