@@ -269,7 +269,7 @@ hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *l
 
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *j) {
   j->flag_base = p->flag_next;
-  j->trace = hetccl_trace_tls.t, j->trace_call = hetccl_trace_tls.call; /* the engine records the job into the caller's timeline */
+  hetccl_progress_job_trace(j); /* the engine records the job into the submitting thread's timeline */
   p->flag_next += (uint32_t)j->nrecv + 1;
   pthread_mutex_lock(&p->lock);
   p->tail++;

@@ -37,8 +37,10 @@
 #include "device/device.h"
 #include "transport/link_driver.h"
 #include "transport/transport.h"
+#include "util/trace.h"
 
 struct hetccl_progress;
+struct hetccl_trace;
 
 struct hetccl_progress_job {
   struct hetccl_link_xfer *x;  /* buf: pinned staging */
@@ -52,6 +54,12 @@ struct hetccl_progress_job {
   uint32_t trace_call;
   int trace_mark;              /* a job of no transfers whose gate marks where a traced call's stream work ends */
 };
+
+/* Takes the calling thread's timeline and call (util/trace.h) into the job. */
+static inline void hetccl_progress_job_trace(struct hetccl_progress_job *j) {
+  j->trace = hetccl_trace_tls.t;
+  j->trace_call = hetccl_trace_tls.call;
+}
 
 /* Starts the engine thread for `device` (its context is made current there). */
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,

@@ -1,5 +1,6 @@
 #include "util/trace.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,8 @@ hetcclResult_t hetccl_trace_open(struct hetccl_trace **out, int rank, int nranks
   expand_path(t->path, sizeof t->path, pat, rank);
   t->f = fopen(t->path, "w");
   if (!t->f) {
-    hetcclResult_t rc = hetccl_error(hetcclInvalidArgument, "HETCCL_TRACE=%s: cannot create %s: %m", pat, t->path);
+    hetcclResult_t rc = hetccl_error(hetcclInvalidArgument, "HETCCL_TRACE=%s: cannot create %s: %s", pat, t->path,
+                                     strerror(errno));
     free(t->ev);
     free(t);
     return rc;
@@ -213,7 +215,7 @@ void hetccl_trace_close(struct hetccl_trace *t) {
   if (!t) return;
   if (hetccl_trace_tls.t == t) hetccl_trace_tls.t = NULL;
   write_json(t);
-  if (fclose(t->f) != 0) HETCCL_WARN("timeline %s: write failed: %m", t->path);
+  if (fclose(t->f) != 0) HETCCL_WARN("timeline %s: write failed: %s", t->path, strerror(errno));
   else HETCCL_INFO("timeline of rank %d written to %s", t->rank, t->path);
   free(t->ev);
   free(t);
