@@ -1,6 +1,7 @@
 #include "util/trace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,29 @@ static void expand_path(char *out, size_t size, const char *pat, int rank) {
   }
 }
 
+/* A path this process has already written a timeline to (a second
+ * communicator of the same rank: split, shrink, a second init) gets "-2",
+ * "-3", ... before its .json ending, so no timeline overwrites another. */
+static void unique_path(char *path, size_t size) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char *used[256];
+  static int nused;
+  pthread_mutex_lock(&lock);
+  char base[4200];
+  snprintf(base, sizeof base, "%s", path);
+  size_t len = strlen(base);
+  int json = len > 5 && !strcmp(base + len - 5, ".json");
+  if (json) base[len - 5] = 0;
+  for (int k = 2;; k++) {
+    int taken = 0;
+    for (int i = 0; i < nused && !taken; i++) taken = !strcmp(used[i], path);
+    if (!taken || k > 100000) break;
+    snprintf(path, size, "%s-%d%s", base, k, json ? ".json" : "");
+  }
+  if (nused < (int)(sizeof used / sizeof used[0])) used[nused] = strdup(path), nused += used[nused] != NULL;
+  pthread_mutex_unlock(&lock);
+}
+
 static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -117,6 +141,7 @@ hetcclResult_t hetccl_trace_open(struct hetccl_trace **out, int rank, int nranks
                         (size_t)hetccl_params()->trace_events);
   }
   expand_path(t->path, sizeof t->path, pat, rank);
+  unique_path(t->path, sizeof t->path);
   t->f = fopen(t->path, "w");
   if (!t->f) {
     hetcclResult_t rc = hetccl_error(hetcclInvalidArgument, "HETCCL_TRACE=%s: cannot create %s: %s", pat, t->path,
