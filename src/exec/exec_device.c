@@ -379,7 +379,7 @@ hetcclResult_t hetccl_dexec_trace_mark(struct hetccl_dexec *d, hetcclStream_t st
   HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
   HETCCL_TRY(d->dev->event_record(ev, stream));
   job->trace_mark = 1;
-  hetccl_trace_rec(HETCCL_TK_STREAM, 'b', "on stream", -1, 0, hetccl_trace_tls.call, 0);
+  if (HETCCL_TRACE_ON()) hetccl_trace_rec(HETCCL_TK_STREAM, 'b', "on stream", -1, 0, hetccl_trace_tls.call, 0);
   hetccl_progress_submit(d->engine, job);
   return hetcclSuccess;
 }
