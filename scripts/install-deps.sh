@@ -16,6 +16,10 @@ have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd ip || need+=(iproute2)
 have_pkg libc6-dev || need+=(libc6-dev)
+# libfabric (the ofi transport): headers to build it, the runtime for its
+# tests over tcp;ofi_rxm. The library opens libfabric.so.1 with dlopen.
+have_pkg libfabric-dev || need+=(libfabric-dev)
+have_pkg libfabric1 || need+=(libfabric1)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 # The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
 # header-free HIP and its driver links each code object with lld-19.
