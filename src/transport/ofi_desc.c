@@ -29,8 +29,8 @@
 #define GIB ((int64_t)1 << 30)
 
 struct ofi_settings {
-  char provider[64];   /* HETCCL_OFI_PROVIDER */
-  char library[256];   /* HETCCL_OFI_LIBRARY */
+  const char *provider; /* HETCCL_OFI_PROVIDER */
+  const char *library;  /* HETCCL_OFI_LIBRARY */
   int32_t inflight;    /* HETCCL_OFI_INFLIGHT */
   int64_t piece_bytes; /* HETCCL_OFI_PIECE_BYTES */
   int32_t regcache;    /* HETCCL_OFI_REGCACHE */
@@ -99,7 +99,7 @@ static int ofi_probe(char *why, size_t why_size) {
   char prov[64];
   if (!ofi_choose_provider(api, g_values.provider, prov, sizeof prov, why, why_size)) return 0;
   const char *forced = hetccl_params()->transport;
-  int asked = g_values.provider[0] || (forced && !strcasecmp(forced, "ofi"));
+  int asked = (g_values.provider && g_values.provider[0]) || (forced && !strcasecmp(forced, "ofi"));
   if (ofi_provider_is_software(prov) && !asked) {
     snprintf(why, why_size,
              "only the software provider %s here; socket carries links between hosts (HETCCL_OFI_PROVIDER or "

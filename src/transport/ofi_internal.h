@@ -52,12 +52,17 @@ struct ofi_ctrl {
   uint32_t magic;
   uint32_t type;
   uint64_t comm_tag;
-  uint64_t msg;
-  uint64_t bytes;
-  uint64_t addr;         /* RTR: remote address of byte 0 (virtual or offset, per mr_mode) */
-  uint64_t key;          /* RTR */
-  uint8_t mac[32];       /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank) */
+  union {
+    struct {
+      uint64_t msg;
+      uint64_t bytes;
+      uint64_t addr;     /* RTR: remote address of byte 0 (virtual or offset, per mr_mode) */
+      uint64_t key;      /* RTR */
+    };
+    uint8_t mac[32];     /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank) */
+  };
 };
+_Static_assert(sizeof(struct ofi_ctrl) == 48, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
 
 /* Immediate data of a write: sender rank, message slot, piece index. */
 static inline uint32_t ofi_imm(int rank, uint64_t msg, uint32_t piece) {

@@ -4,7 +4,7 @@
  * build a link with the transport's own setup/connect and stream messages
  * one way; the receiver copies each piece out (the consume-free path).
  *
- *   hetccl-linkbench [shm|socket] [-b minbytes] [-e maxbytes] [-n iters]
+ *   hetccl-linkbench [shm|socket|ofi] [-b minbytes] [-e maxbytes] [-n iters]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -93,11 +93,12 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "shm")) tid = HETCCL_TRANSPORT_SHM;
     else if (!strcmp(argv[i], "socket")) tid = HETCCL_TRANSPORT_SOCKET;
+    else if (!strcmp(argv[i], "ofi")) tid = HETCCL_TRANSPORT_OFI;
     else if (!strcmp(argv[i], "-b") && i + 1 < argc) minb = tool_parse_size(argv[++i], &minb) ? 0 : minb; /* 0: refused below */
     else if (!strcmp(argv[i], "-e") && i + 1 < argc) maxb = tool_parse_size(argv[++i], &maxb) ? 0 : maxb;
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) iters = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s [shm|socket] [-b minbytes] [-e maxbytes] [-n iters]\n", argv[0]);
+      fprintf(stderr, "usage: %s [shm|socket|ofi] [-b minbytes] [-e maxbytes] [-n iters]\n", argv[0]);
       return 2;
     }
   }
