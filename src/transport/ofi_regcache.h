@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "hetccl.h"
+#include "transport/transport.h" /* hetccl_transport_forget_range */
 
 struct ofi_reg {
   uintptr_t lo, hi;    /* the registered range, whole pages */
@@ -62,8 +63,5 @@ void ofi_regcache_put(struct ofi_regcache *c, struct ofi_reg *r);
 /* Forgets every entry overlapping [base, base + bytes): released now, or
  * at its last put when in use. */
 void ofi_regcache_invalidate(struct ofi_regcache *c, const void *base, size_t bytes);
-
-/* Every cache of the process forgets the range (memory being freed). */
-void hetccl_transport_forget_range(const void *base, size_t bytes);
 
 #endif

@@ -150,6 +150,10 @@ hetcclResult_t hetccl_mem_register(hetccl_net_ctx *ctx, int transport, void *bas
 hetcclResult_t hetccl_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
 /* Every registration of `transport` in ctx (teardown). */
 void hetccl_mem_deregister_all(hetccl_net_ctx *ctx, int transport);
+/* [base, base + bytes) is about to be freed (hetcclMemFree) or was
+ * deregistered by the user (hetcclCommDeregister): every transport's cache
+ * of registrations in the process forgets it (ofi: ofi_regcache.h). */
+void hetccl_transport_forget_range(const void *base, size_t bytes);
 
 static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, size_t n, uint64_t *req) {
   return l->ops->isend(l, buf, n, req);
