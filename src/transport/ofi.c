@@ -151,11 +151,11 @@ static void on_error(struct ofi_state *st) {
   struct ofi_op_ctx *oc = e.op_context;
   char prov[128] = "";
   if (st->cq->ops->strerror) st->cq->ops->strerror(st->cq, e.prov_errno, e.err_data, prov, sizeof prov);
-  if (oc && (oc->kind == OFI_CTX_CTRL_RECV || oc->kind == OFI_CTX_WRITE)) {
+  if (oc && (oc->kind == OFI_CTX_CTRL_RECV || oc->kind == OFI_CTX_WRITE || oc->kind == OFI_CTX_HELLO_SEND)) {
     struct ofi_link *l = oc->link;
     if (oc->kind == OFI_CTX_WRITE) on_write_done((struct ofi_write *)oc);
     if (!l->closed && e.err != FI_ECANCELED)
-      hetccl_ofi_fail(l, hetcclRemoteError, "%s failed: %s (%s)", oc->kind == OFI_CTX_WRITE ? "RMA write" : "control receive",
+      hetccl_ofi_fail(l, hetcclRemoteError, "%s failed: %s (%s)", oc->kind == OFI_CTX_WRITE ? "RMA write" : oc->kind == OFI_CTX_HELLO_SEND ? "hello" : "control receive",
                       st->api->strerror(e.err), prov);
     return;
   }
@@ -186,6 +186,8 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
       if (!oc) continue;
       if (oc->kind == OFI_CTX_WRITE) {
         on_write_done((struct ofi_write *)oc);
+      } else if (oc->kind == OFI_CTX_HELLO_SEND) {
+        oc->link->hello_sent = 1;
       } else if (oc->kind == OFI_CTX_CTRL_RECV) {
         struct ofi_ctrl_recv *r = (struct ofi_ctrl_recv *)oc;
         struct ofi_link *l = oc->link;

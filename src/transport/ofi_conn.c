@@ -265,7 +265,7 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
   l->st = st;
   l->peer_addr = fa;
   l->writes = calloc((size_t)st->max_inflight, sizeof *l->writes);
-  l->ctrl_recvs = calloc(OFI_CTRL_RECVS, sizeof *l->ctrl_recvs);
+  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 1, sizeof *l->ctrl_recvs);
   for (int s = 0; s < OFI_NSTAGE; s++) l->stage[s].busy = 0;
   /* Kept until teardown from here on (completions may name it). */
   l->next_dead = st->dead;
@@ -277,7 +277,7 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
     l->free_writes = &l->writes[i];
   }
   if (st->rules.local_desc) {
-    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, OFI_CTRL_RECVS * sizeof *l->ctrl_recvs, FI_RECV, 0,
+    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 1) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
                        ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size), 0, &l->ctrl_mr, NULL);
     if (!rc && st->rules.bind_endpoint) {
       rc = fi_mr_bind(l->ctrl_mr, &st->ep->fid, 0);
@@ -325,26 +325,40 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   }
   rc = new_link(st, peer, fa, &l);
   if (rc != hetcclSuccess) goto out;
-  struct ofi_ctrl hello = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = st->comm_tag};
-  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello.mac);
+  /* The hello is a send with a completion: connect returns only once it
+   * left, so the peer never waits on a rank that stopped polling after its
+   * connects (software providers move data only while polled). */
+  struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
+  hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
+  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = st->comm_tag};
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.mac);
   st->links[peer] = l;
-  rc = hetccl_ofi_send_ctrl(l, &hello);
-  if (rc == hetcclSuccess) rc = hetccl_ofi_progress(st);
-  /* The higher rank waits for the lower rank's hello (as socket streams). */
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
   struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
-  while (rc == hetcclSuccess && ctx->rank > peer && !l->hello_ok) {
+  int posted = 0;
+  /* Ours sent; the lower rank's received (the higher rank waits, as socket streams). */
+  while (rc == hetcclSuccess && (!l->hello_sent || (ctx->rank > peer && !l->hello_ok))) {
+    if (!posted) {
+      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
+                             fa, OFI_CTRL_TAG | (uint64_t)st->rank, &hello->ctx);
+      if (src == 0)
+        posted = 1;
+      else if (src != -FI_EAGAIN)
+        rc = hetccl_error(hetcclSystemError, "ofi: cannot send a hello to rank %d: %s", peer, hetccl_ofi_strerror(st, src));
+    }
+    if (rc == hetcclSuccess) rc = hetccl_ofi_progress(st);
+    if (rc == hetcclSuccess && l->error) rc = hetccl_error(l->error, "%s", l->error_text);
+    if (rc != hetcclSuccess || (l->hello_sent && (ctx->rank < peer || l->hello_ok))) break;
     if (hetccl_expired(deadline)) {
-      rc = hetccl_error(hetcclTimeout, "ofi: rank %d got no hello from rank %d within %lld ms", ctx->rank, peer,
+      rc = hetccl_error(hetcclTimeout, "ofi: rank %d %s rank %d within %lld ms", ctx->rank,
+                        l->hello_sent ? "got no hello from" : "could not send its hello to", peer,
                         (long long)ctx->timeout_ms);
       break;
     }
     pthread_mutex_unlock(&st->lock);
     hetccl_backoff_pause(&bo);
     pthread_mutex_lock(&st->lock);
-    rc = hetccl_ofi_progress(st);
-    if (rc == hetcclSuccess && l->error) rc = hetccl_error(l->error, "%s", l->error_text);
   }
   if (rc != hetcclSuccess) {
     st->links[peer] = NULL;

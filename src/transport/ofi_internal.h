@@ -81,7 +81,7 @@ static inline size_t ofi_piece_bytes(size_t setting, size_t bytes) {
   return setting > min ? setting : min;
 }
 
-enum ofi_ctx_kind { OFI_CTX_CTRL_RECV = 1, OFI_CTX_WRITE = 2 };
+enum ofi_ctx_kind { OFI_CTX_CTRL_RECV = 1, OFI_CTX_WRITE = 2, OFI_CTX_HELLO_SEND = 3 };
 
 struct ofi_link;
 
@@ -137,6 +137,7 @@ struct ofi_link {
   fi_addr_t peer_addr;
   int closed;
   int hello_ok;                    /* the peer's HELLO arrived and proved the secret */
+  int hello_sent;                  /* ours left (its send completed) */
   hetcclResult_t error;            /* sticky */
   char error_text[256];            /* its message, repeated by every later call */
   /* Sending. */
@@ -153,7 +154,7 @@ struct ofi_link {
   struct ofi_rx_slot rx[OFI_RTR_WINDOW];
   struct ofi_stage stage[OFI_NSTAGE];
   /* Control. */
-  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS, posted */
+  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's buffer */
   struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
   struct ofi_ctrl *ctrl_out;          /* queued after -FI_EAGAIN */
   int nctrl_out, cap_ctrl_out;
