@@ -26,6 +26,8 @@ int hetccl_ofi_built(void);
 int hetccl_ofi_providers(struct ofi_provider_info *out, int max, char *why, size_t why_size);
 /* The provider the transport would use here ("" when none), with why not. */
 void hetccl_ofi_choice(char *name, size_t name_size, char *why, size_t why_size);
+/* 1 for a software provider (tcp, udp, sockets, shm, net and their ofi_rxm). */
+int hetccl_ofi_is_software(const char *prov);
 /* libfabric's version as "1.17" and the path opened, or why not. */
 void hetccl_ofi_library(char *text, size_t size);
 

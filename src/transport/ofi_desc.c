@@ -62,6 +62,7 @@ static struct hetccl_settings_table g_settings = {.owner = "ofi", .items = g_ite
 
 #ifdef HETCCL_HAVE_OFI
 int hetccl_ofi_built(void) { return 1; }
+int hetccl_ofi_is_software(const char *prov) { return ofi_provider_is_software(prov); }
 
 int hetccl_ofi_providers(struct ofi_provider_info *out, int max, char *why, size_t why_size) {
   (void)hetccl_settings_load(&g_settings);
@@ -111,6 +112,10 @@ static int ofi_probe(char *why, size_t why_size) {
 }
 #else
 int hetccl_ofi_built(void) { return 0; }
+int hetccl_ofi_is_software(const char *prov) {
+  (void)prov;
+  return 0;
+}
 int hetccl_ofi_providers(struct ofi_provider_info *out, int max, char *why, size_t why_size) {
   (void)out, (void)max;
   snprintf(why, why_size, "built without libfabric's headers (libfabric-dev)");
