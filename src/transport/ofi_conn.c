@@ -366,7 +366,14 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     goto out;
   }
   *out = &l->base;
-  HETCCL_INFO("ofi: rank %d linked to rank %d over %s", ctx->rank, peer, st->prov);
+  /* GPU memory goes to the NIC only through dma-buf registration
+   * (FI_HMEM, libfabric 1.20): not in this build, so GPU ranks stage
+   * through pinned host memory that the cache registers once. */
+  HETCCL_INFO("ofi: rank %d linked to rank %d over %s (mr_mode %#x; GPU memory: staged through registered host "
+              "memory, %s)",
+              ctx->rank, peer, st->prov, (unsigned)st->info->domain_attr->mr_mode,
+              (st->info->caps & FI_HMEM) ? "dma-buf registration needs libfabric 1.20 headers at build"
+                                         : "the provider offers no FI_HMEM");
 out:
   pthread_mutex_unlock(&st->lock);
   return rc;
