@@ -247,13 +247,15 @@ hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i) {
   struct ofi_state *st = l->st;
   struct ofi_ctrl_recv *r = &l->ctrl_recvs[i];
   void *desc = l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL;
+  uint64_t deadline = 0;
   for (;;) {
     ssize_t rc = fi_trecv(st->ep, &r->msg, sizeof r->msg, desc, l->peer_addr, OFI_CTRL_TAG | (uint64_t)l->base.peer, 0,
                           &r->ctx);
     if (rc == 0) return hetcclSuccess;
-    if (rc != -FI_EAGAIN)
+    if (!deadline) deadline = hetccl_deadline_ms(1000);
+    if (rc != -FI_EAGAIN || hetccl_expired(deadline))
       return hetccl_ofi_fail(l, hetcclSystemError, "cannot post a control receive: %s", hetccl_ofi_strerror(st, rc));
-    (void)fi_cq_read(st->cq, NULL, 0); /* progress, then try again */
+    (void)fi_cq_read(st->cq, NULL, 0); /* progress (reads nothing), then try again */
   }
 }
 
