@@ -6,11 +6,13 @@
  *
  * Priority 15: above socket (10), below shm (20). Its probe says usable
  * only where a hardware provider (verbs, efa, cxi) is found, or where the
- * user asked for ofi (HETCCL_OFI_PROVIDER, or HETCCL_TRANSPORT=ofi): with
+ * user asked for ofi (HETCCL_OFI_PROVIDER, or HETCCL_TRANSPORT=ofi), and
+ * loads libfabric only where that can happen (an RDMA device, or asked): with
  * only tcp;ofi_rxm, TCP through libfabric adds a layer over the kernel's
  * TCP and measured no faster than the socket transport (BENCHMARKS.md),
  * so socket stays the default between hosts there.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -90,17 +92,45 @@ void hetccl_ofi_library(char *text, size_t size) {
            FI_MAJOR(OFI_API_VERSION), FI_MINOR(OFI_API_VERSION));
 }
 
+/* 1 when the kernel shows an RDMA device (verbs and efa devices appear
+ * under /sys/class/infiniband, Slingshot's under /sys/class/cxi). */
+static int rdma_device_present(void) {
+  static const char *const dirs[] = {"/sys/class/infiniband", "/sys/class/cxi"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    DIR *d = opendir(dirs[i]);
+    if (!d) continue;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d)) != NULL) found = e->d_name[0] != '.';
+    closedir(d);
+    if (found) return 1;
+  }
+  return 0;
+}
+
 static int ofi_probe(char *why, size_t why_size) {
   if (hetccl_settings_load(&g_settings) != hetcclSuccess) {
     snprintf(why, why_size, "%s", g_settings.refusal);
+    return 0;
+  }
+  const char *forced = hetccl_params()->transport;
+  int asked = (g_values.provider && g_values.provider[0]) || (forced && !strcasecmp(forced, "ofi"));
+  /* Loading libfabric's providers costs a fraction of a second per process
+   * (over a second on a busy machine): not paid where ofi cannot be chosen. */
+  if (forced && *forced && strcasecmp(forced, "ofi")) {
+    snprintf(why, why_size, "HETCCL_TRANSPORT=%s", forced);
+    return 0;
+  }
+  if (!asked && !rdma_device_present()) {
+    snprintf(why, why_size,
+             "no RDMA device here (/sys/class/infiniband, /sys/class/cxi empty); HETCCL_OFI_PROVIDER or "
+             "HETCCL_TRANSPORT=ofi use a software provider");
     return 0;
   }
   const struct ofi_api *api = ofi_api_load(g_values.library, why, why_size);
   if (!api) return 0;
   char prov[64];
   if (!ofi_choose_provider(api, g_values.provider, prov, sizeof prov, why, why_size)) return 0;
-  const char *forced = hetccl_params()->transport;
-  int asked = (g_values.provider && g_values.provider[0]) || (forced && !strcasecmp(forced, "ofi"));
   if (ofi_provider_is_software(prov) && !asked) {
     snprintf(why, why_size,
              "only the software provider %s here; socket carries links between hosts (HETCCL_OFI_PROVIDER or "
