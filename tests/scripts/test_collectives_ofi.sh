@@ -1,7 +1,7 @@
 #!/bin/bash
 # Cross-domain collectives with every link on the ofi transport (libfabric,
 # provider tcp;ofi_rxm, HETCCL_TRANSPORT=ofi) on one host: two and three
-# domains, counts up to 2^20+3, and one job during which a rank is stopped
+# domains, four element sizes, counts up to 2^20+3, and one job during which a rank is stopped
 # (SIGSTOP) for a second, so its peers' writes wait for a receiver that does
 # not poll. Every rank checks its results against the harness's references.
 # Needs libfabric (scripts/install-deps.sh installs libfabric-dev): without
@@ -47,8 +47,10 @@ run() {
   echo "$out"
   tally "$out" $rc
 }
-run --layout 2,2 --counts 0,1,7,1023,65539 "$@"
-run --layout 1,1,1 --counts 1,65539,1048579 --types float32,int8 "$@"
+# The transport moves bytes: four types (1, 2, 4, 8 bytes) carry every
+# collective and op; the whole type matrix runs over shm and socket.
+run --layout 2,2 --counts 0,1,7,1023,65539 --types int8,bfloat16,float32,float64 "$@"
+run --layout 1,1,1 --counts 1,1048579 --types float32 "$@"
 
 # A rank stopped for a second mid-run: the job's forked ranks are the
 # children of the test_collectives process started here (one job, so its
