@@ -317,6 +317,12 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   if (st->links[peer]) return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
   hetcclResult_t rc = hetcclSuccess;
   pthread_mutex_lock(&st->lock);
+  /* The piece size cuts messages on both ends: the agreed value (core
+   * configures rank 0's after setup, before the first connect). */
+  if (ctx->ofi_piece_bytes >= 64) {
+    st->piece_bytes = ctx->ofi_piece_bytes & ~(size_t)63;
+    if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
+  }
   fi_addr_t fa = FI_ADDR_UNSPEC;
   int n = fi_av_insert(st->av, a.name, 1, &fa, 0, NULL);
   struct ofi_link *l = NULL;
