@@ -177,7 +177,20 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
     goto fail;
   }
-  int frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  int frc = -FI_ENODATA;
+#ifdef FI_MR_DMABUF
+  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
+   * take the domain without it when the provider has none. */
+  if (api->version() >= FI_VERSION(1, 20)) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
+    hints->caps &= ~(uint64_t)FI_HMEM;
+    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    if (frc) st->info = NULL;
+  }
+#endif
+  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
   api->freeinfo(hints);
   if (frc || !st->info) {
     rc = hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, api->strerror(-frc));
@@ -374,14 +387,14 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     goto out;
   }
   *out = &l->base;
-  /* GPU memory goes to the NIC only through dma-buf registration
-   * (FI_HMEM, libfabric 1.20): not in this build, so GPU ranks stage
-   * through pinned host memory that the cache registers once. */
+  /* GPU memory reaches the NIC directly only as a registered dma-buf
+   * (FI_HMEM, libfabric 1.20); the GPU executor hands links pinned host
+   * staging, so GPU data is staged either way for now. */
   HETCCL_INFO("ofi: rank %d linked to rank %d over %s (mr_mode %#x; GPU memory: staged through registered host "
-              "memory, %s)",
+              "memory; %s)",
               ctx->rank, peer, st->prov, (unsigned)st->info->domain_attr->mr_mode,
-              (st->info->caps & FI_HMEM) ? "dma-buf registration needs libfabric 1.20 headers at build"
-                                         : "the provider offers no FI_HMEM");
+              (st->info->caps & FI_HMEM) ? "dma-buf registration offered (FI_HMEM), not used by the GPU executor yet"
+                                         : "no dma-buf: the provider or this libfabric offers no FI_HMEM");
 out:
   pthread_mutex_unlock(&st->lock);
   return rc;
@@ -401,20 +414,57 @@ void hetccl_ofi_close(hetccl_link *link) {
   pthread_mutex_unlock(&st->lock); /* its memory stays until teardown */
 }
 
+/* Device memory given as a dma-buf (the device kind's dmabuf_export): the
+ * NIC reads and writes it directly. Only with libfabric 1.20's headers;
+ * compiled against 2.x's, never run (no RDMA NIC where it was written). The
+ * contract carries no device kind yet, so the interface is CUDA's. */
+static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle *h, struct ofi_reg *r) {
+#ifdef FI_MR_DMABUF
+  struct fi_mr_dmabuf buf = {.fd = h->dmabuf_fd, .offset = 0, .len = h->bytes, .base_addr = h->base};
+  struct fi_mr_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.dmabuf = &buf;
+  attr.iov_count = 1;
+  attr.access = FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE;
+  attr.requested_key = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
+  attr.iface = FI_HMEM_CUDA;
+  struct fid_mr *mr = NULL;
+  int rc = fi_mr_regattr(st->domain, &attr, FI_MR_DMABUF, &mr);
+  if (!rc && st->rules.bind_endpoint) {
+    rc = fi_mr_bind(mr, &st->ep->fid, 0);
+    if (!rc) rc = fi_mr_enable(mr);
+  }
+  if (rc) {
+    if (mr) fi_close(&mr->fid);
+    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", h->dmabuf_fd,
+                        h->bytes, st->prov, hetccl_ofi_strerror(st, rc));
+  }
+  r->mr = mr;
+  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
+  r->key = fi_mr_key(mr);
+  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", h->bytes, st->prov);
+  return hetcclSuccess;
+#else
+  (void)r;
+  return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
+                      "FI_MR_DMABUF (provider %s)", h->dmabuf_fd, st->prov);
+#endif
+}
+
 hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: memory registration before setup");
   if (h->device && h->dmabuf_fd < 0)
     return hetccl_error(hetcclInvalidUsage, "ofi: device memory is registered through a dma-buf only");
-  if (h->dmabuf_fd >= 0)
+  if (h->dmabuf_fd >= 0 && !(st->info->caps & FI_HMEM))
     return hetccl_error(hetcclInvalidUsage,
-                        "ofi: dma-buf registration needs libfabric 1.20 and FI_HMEM; provider %s of this build "
-                        "(1.17 API) does not offer it",
+                        "ofi: dma-buf registration needs FI_HMEM and libfabric 1.20 (headers at build, library at "
+                        "run time); provider %s does not offer it here",
                         st->prov);
   struct ofi_reg *r = calloc(1, sizeof *r);
   if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
   pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = hetccl_ofi_reg(st, h->base, h->bytes, r);
+  hetcclResult_t rc = h->dmabuf_fd >= 0 ? reg_dmabuf(st, h, r) : hetccl_ofi_reg(st, h->base, h->bytes, r);
   pthread_mutex_unlock(&st->lock);
   if (rc != hetcclSuccess) {
     free(r);
