@@ -18,6 +18,7 @@
 #include "transport/ofi_internal.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/time.h"
 
 static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
@@ -44,6 +45,23 @@ hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c
   }
   l->ctrl_out[l->nctrl_out++] = *c;
   return hetcclSuccess;
+}
+
+/* A size mismatch found by the sender: the receiver must hear of it, so it
+ * goes as a send with a completion, and test() keeps the provider moving
+ * until it left (software providers send only while polled). */
+static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes) {
+  struct ofi_state *st = l->st;
+  struct ofi_ctrl_recv *m = &l->ctrl_recvs[OFI_CTRL_RECVS + 1];
+  m->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_MISMATCH_SEND, .link = l};
+  m->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = st->comm_tag,
+                             .msg = msg, .bytes = bytes};
+  ssize_t rc = fi_tsend(st->ep, &m->msg, sizeof m->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL, l->peer_addr,
+                        OFI_CTRL_TAG | (uint64_t)st->rank, &m->ctx);
+  if (rc == 0)
+    l->mismatch_pending = 1;
+  else
+    (void)hetccl_ofi_send_ctrl(l, &m->msg); /* the provider is full: best effort */
 }
 
 static hetcclResult_t flush_ctrl(struct ofi_link *l, int *moved) {
@@ -90,8 +108,21 @@ static void on_ctrl(struct ofi_link *l, const struct ofi_ctrl *c, size_t len) {
   switch (c->type) {
   case OFI_CTRL_RTR: {
     struct ofi_rtr *r = &l->rtr[slot];
-    if (r->valid || c->msg < l->send_cut) {
+    if (c->msg != l->rtr_seen || r->valid) {
       hetccl_ofi_fail(l, hetcclRemoteError, "unexpected advertisement of message %llu", (unsigned long long)c->msg);
+      return;
+    }
+    l->rtr_seen++;
+    if (c->msg < l->send_cut) { /* sent eagerly already: only the sizes to compare */
+      size_t sent = l->eager_sent[slot].bytes;
+      if (l->eager_sent[slot].msg != c->msg) {
+        hetccl_ofi_fail(l, hetcclRemoteError, "advertisement of message %llu, which was not sent eagerly",
+                        (unsigned long long)c->msg);
+      } else if (sent != c->bytes) {
+        send_mismatch(l, c->msg, sent);
+        hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
+                        (unsigned long long)c->msg, sent, (unsigned long long)c->bytes);
+      }
       return;
     }
     *r = (struct ofi_rtr){.valid = 1, .msg = c->msg, .bytes = c->bytes, .addr = c->addr, .key = c->key};
@@ -151,11 +182,13 @@ static void on_error(struct ofi_state *st) {
   struct ofi_op_ctx *oc = e.op_context;
   char prov[128] = "";
   if (st->cq->ops->strerror) st->cq->ops->strerror(st->cq, e.prov_errno, e.err_data, prov, sizeof prov);
-  if (oc && (oc->kind == OFI_CTX_CTRL_RECV || oc->kind == OFI_CTX_WRITE || oc->kind == OFI_CTX_HELLO_SEND)) {
+  if (oc && (oc->kind == OFI_CTX_CTRL_RECV || oc->kind == OFI_CTX_WRITE || oc->kind == OFI_CTX_HELLO_SEND ||
+             oc->kind == OFI_CTX_EAGER_RECV || oc->kind == OFI_CTX_MISMATCH_SEND)) {
     struct ofi_link *l = oc->link;
+    if (oc->kind == OFI_CTX_MISMATCH_SEND) l->mismatch_pending = 0;
     if (oc->kind == OFI_CTX_WRITE) on_write_done((struct ofi_write *)oc);
     if (!l->closed && e.err != FI_ECANCELED)
-      hetccl_ofi_fail(l, hetcclRemoteError, "%s failed: %s (%s)", oc->kind == OFI_CTX_WRITE ? "RMA write" : oc->kind == OFI_CTX_HELLO_SEND ? "hello" : "control receive",
+      hetccl_ofi_fail(l, hetcclRemoteError, "%s failed: %s (%s)", oc->kind == OFI_CTX_WRITE ? "RMA write or eager send" : oc->kind == OFI_CTX_HELLO_SEND ? "hello" : "receive",
                       st->api->strerror(e.err), prov);
     return;
   }
@@ -188,6 +221,12 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
         on_write_done((struct ofi_write *)oc);
       } else if (oc->kind == OFI_CTX_HELLO_SEND) {
         oc->link->hello_sent = 1;
+      } else if (oc->kind == OFI_CTX_MISMATCH_SEND) {
+        oc->link->mismatch_pending = 0;
+      } else if (oc->kind == OFI_CTX_EAGER_RECV) {
+        struct ofi_rx_slot *rx = (struct ofi_rx_slot *)oc;
+        rx->eager_len = ev[i].len;
+        rx->arrived = 1;
       } else if (oc->kind == OFI_CTX_CTRL_RECV) {
         struct ofi_ctrl_recv *r = (struct ofi_ctrl_recv *)oc;
         struct ofi_link *l = oc->link;
@@ -237,7 +276,36 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
                                .npieces = (op->bytes + piece - 1) / piece, .stage = -1};
     struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_RTR, .comm_tag = st->comm_tag,
                          .msg = l->rtr_next, .bytes = op->bytes};
-    if (op->bytes && op->fn) {
+    if (op->bytes && op->bytes <= OFI_EAGER_BYTES) {
+      /* The sender does not wait for this one's advertisement: its tagged
+       * send lands in the slot's eager buffer; the RTR still goes, so the
+       * sender compares sizes. */
+      if (!l->eager_land) {
+        l->eager_land = aligned_alloc(4096, OFI_RTR_WINDOW * OFI_EAGER_BYTES);
+        if (!l->eager_land) {
+          rx->busy = 0;
+          return hetccl_ofi_fail(l, hetcclSystemError, "out of memory for eager buffers");
+        }
+        if (ofi_regcache_get(&st->cache, l->eager_land, OFI_RTR_WINDOW * OFI_EAGER_BYTES, &l->eager_reg) !=
+            hetcclSuccess) {
+          rx->busy = 0;
+          return hetccl_ofi_fail(l, hetcclSystemError, "cannot register eager buffers: %s", hetccl_last_error());
+        }
+      }
+      unsigned slot = (unsigned)(l->rtr_next % OFI_RTR_WINDOW);
+      rx->eager = 1;
+      rx->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_EAGER_RECV, .link = l};
+      ssize_t prc = fi_trecv(st->ep, l->eager_land + (size_t)slot * OFI_EAGER_BYTES, OFI_EAGER_BYTES,
+                             l->eager_reg->desc, l->peer_addr, ofi_eager_tag(l->rtr_next, l->base.peer), 0, &rx->ctx);
+      if (prc == -FI_EAGAIN) {
+        rx->busy = 0; /* posted at the next poll */
+        break;
+      }
+      if (prc) {
+        rx->busy = 0;
+        return hetccl_ofi_fail(l, hetcclSystemError, "cannot post an eager receive: %s", hetccl_ofi_strerror(st, prc));
+      }
+    } else if (op->bytes && op->fn) {
       int s = 0;
       while (s < OFI_NSTAGE && l->stage[s].busy) s++;
       if (s == OFI_NSTAGE) {
@@ -274,7 +342,19 @@ static void deliver(struct ofi_link *l, int *moved) {
   while ((op = hetccl_opq_head(&l->recvq)) != NULL) {
     struct ofi_rx_slot *rx = &l->rx[l->recvq.head % OFI_RTR_WINDOW];
     if (!rx->busy || rx->msg != l->recvq.head) return;
-    if (rx->stage >= 0) {
+    if (rx->eager) {
+      if (!rx->arrived) return;
+      if (rx->eager_len != op->bytes) {
+        hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %zu bytes",
+                        (unsigned long long)rx->msg, rx->eager_len, op->bytes);
+        return;
+      }
+      const uint8_t *land = l->eager_land + (size_t)(rx->msg % OFI_RTR_WINDOW) * OFI_EAGER_BYTES;
+      if (op->fn)
+        op->fn(op->arg, 0, land, op->bytes);
+      else
+        memcpy(op->buf, land, op->bytes); /* small: one copy out of the landing slot */
+    } else if (rx->stage >= 0) {
       struct ofi_stage *s = &l->stage[rx->stage];
       while (rx->delivered < rx->npieces && s->arrived[rx->delivered]) {
         size_t off = (size_t)rx->delivered * rx->piece;
@@ -304,11 +384,47 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
   while (l->send_cut < l->sendq.tail) {
     struct hetccl_opq_entry *op = hetccl_opq_at(&l->sendq, l->send_cut);
     struct ofi_rtr *r = &l->rtr[l->send_cut % OFI_RTR_WINDOW];
+    if (op->bytes && op->bytes <= OFI_EAGER_BYTES) {
+      /* Eager: at most a window ahead of the advertisements seen, so the
+       * sizes recorded for the comparison are never overwritten. */
+      if (l->send_cut >= l->rtr_seen + OFI_RTR_WINDOW || !l->free_writes) return hetcclSuccess;
+      struct ofi_reg *reg = op->arg;
+      if (st->rules.register_sends && !reg) {
+        if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &reg) != hetcclSuccess)
+          return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a send buffer: %s", hetccl_last_error());
+        op->arg = reg;
+      }
+      struct ofi_write *w = l->free_writes;
+      w->msg = l->send_cut;
+      w->bytes = op->bytes;
+      ssize_t rc = fi_tsend(st->ep, op->buf, op->bytes, reg ? reg->desc : NULL, l->peer_addr,
+                            ofi_eager_tag(l->send_cut, st->rank), &w->ctx);
+      if (rc == -FI_EAGAIN) return hetcclSuccess;
+      if (rc)
+        return hetccl_ofi_fail(l, hetcclRemoteError, "eager send of %zu bytes failed: %s", op->bytes,
+                               hetccl_ofi_strerror(st, rc));
+      l->free_writes = w->next_free;
+      l->inflight++;
+      op->issued = op->bytes;
+      unsigned slot = (unsigned)(l->send_cut % OFI_RTR_WINDOW);
+      l->eager_sent[slot].msg = l->send_cut;
+      l->eager_sent[slot].bytes = op->bytes;
+      if (r->valid && r->msg == l->send_cut) { /* its advertisement came first */
+        r->valid = 0;
+        if (r->bytes != op->bytes) {
+          send_mismatch(l, l->send_cut, op->bytes);
+          return hetccl_ofi_fail(l, hetcclInvalidUsage,
+                                 "message %llu was sent with %zu bytes but received into %llu bytes",
+                                 (unsigned long long)l->send_cut, op->bytes, (unsigned long long)r->bytes);
+        }
+      }
+      l->send_cut++;
+      *moved = 1;
+      continue;
+    }
     if (!r->valid || r->msg != l->send_cut) return hetcclSuccess;
     if (r->bytes != op->bytes) {
-      struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = st->comm_tag,
-                           .msg = l->send_cut, .bytes = op->bytes};
-      (void)hetccl_ofi_send_ctrl(l, &c);
+      send_mismatch(l, l->send_cut, op->bytes);
       return hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
                              (unsigned long long)l->send_cut, op->bytes, (unsigned long long)r->bytes);
     }
@@ -353,7 +469,10 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
 
 static void complete_sends(struct ofi_link *l, int *moved) {
   struct hetccl_opq_entry *op;
-  while ((op = hetccl_opq_head(&l->sendq)) != NULL && l->sendq.head < l->send_cut && op->finished == op->bytes) {
+  /* Done: every byte left, and the receiver's advertisement was checked
+   * (an eager send leaves before it; a mismatch must still be told). */
+  while ((op = hetccl_opq_head(&l->sendq)) != NULL && l->sendq.head < l->send_cut && op->finished == op->bytes &&
+         l->sendq.head < l->rtr_seen) {
     if (op->arg) ofi_regcache_put(&l->st->cache, op->arg);
     op->arg = NULL;
     l->sendq.head++;
@@ -434,6 +553,10 @@ static hetcclResult_t ofi_test(hetccl_link *link, uint64_t req, int *done) {
   *done = 0;
   pthread_mutex_lock(&l->st->lock);
   hetcclResult_t rc = hetccl_ofi_progress(l->st);
+  if (rc == hetcclSuccess && l->error && l->mismatch_pending) {
+    uint64_t deadline = hetccl_deadline_ms(1000);
+    while (rc == hetcclSuccess && l->mismatch_pending && !hetccl_expired(deadline)) rc = hetccl_ofi_progress(l->st);
+  }
   if (rc == hetcclSuccess && l->error) rc = link_error(l);
   if (rc == hetcclSuccess) {
     int d = hetccl_opq_done(hetccl_req_dir(req) == HETCCL_OP_SEND ? &l->sendq : &l->recvq, req);

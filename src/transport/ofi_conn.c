@@ -127,6 +127,7 @@ static void free_state(struct ofi_state *st) {
       free(l->stage[s].buf);
       free(l->stage[s].arrived);
     }
+    free(l->eager_land);
     hetccl_opq_free(&l->sendq);
     hetccl_opq_free(&l->recvq);
     free(l->writes);
@@ -280,7 +281,7 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
   l->st = st;
   l->peer_addr = fa;
   l->writes = calloc((size_t)st->max_inflight, sizeof *l->writes);
-  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 1, sizeof *l->ctrl_recvs);
+  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 2, sizeof *l->ctrl_recvs);
   for (int s = 0; s < OFI_NSTAGE; s++) l->stage[s].busy = 0;
   /* Kept until teardown from here on (completions may name it). */
   l->next_dead = st->dead;
@@ -292,7 +293,7 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
     l->free_writes = &l->writes[i];
   }
   if (st->rules.local_desc) {
-    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 1) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
+    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 2) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
                        ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size), 0, &l->ctrl_mr, NULL);
     if (!rc && st->rules.bind_endpoint) {
       rc = fi_mr_bind(l->ctrl_mr, &st->ep->fid, 0);

@@ -29,6 +29,13 @@
 #define OFI_MAX_PIECES (1u << 16)    /* pieces per message (16 bits of immediate data) */
 #define OFI_MAX_RANKS (1 << 12)      /* ranks an ofi link can name (12 bits) */
 #define OFI_CTRL_TAG 0x4800000000000000ull /* | sender rank */
+/* Messages of 1..OFI_EAGER_BYTES go as tagged sends without waiting for
+ * the receiver's advertisement, into a landing slot the receiver posted. */
+#define OFI_EAGER_BYTES ((size_t)16 << 10)
+#define OFI_EAGER_TAG 0x4900000000000000ull /* | (msg mod 2^24) << 12 | sender rank */
+static inline uint64_t ofi_eager_tag(uint64_t msg, int rank) {
+  return OFI_EAGER_TAG | ((msg & 0xffffffull) << 12) | (uint64_t)rank;
+}
 
 /* What setup() publishes (64 bytes). */
 struct ofi_addr {
@@ -81,7 +88,8 @@ static inline size_t ofi_piece_bytes(size_t setting, size_t bytes) {
   return setting > min ? setting : min;
 }
 
-enum ofi_ctx_kind { OFI_CTX_CTRL_RECV = 1, OFI_CTX_WRITE = 2, OFI_CTX_HELLO_SEND = 3 };
+enum ofi_ctx_kind { OFI_CTX_CTRL_RECV = 1, OFI_CTX_WRITE = 2, OFI_CTX_HELLO_SEND = 3, OFI_CTX_EAGER_RECV = 4,
+                    OFI_CTX_MISMATCH_SEND = 5 };
 
 struct ofi_link;
 
@@ -105,7 +113,10 @@ struct ofi_write {
 
 /* A receive the link advertised (RTR sent), by slot. */
 struct ofi_rx_slot {
+  struct ofi_op_ctx ctx;   /* eager: its tagged receive's context */
   int busy;
+  int eager;               /* lands in the link's eager slot, as a tagged message */
+  size_t eager_len;        /* what arrived (the sender's size) */
   uint64_t msg;
   size_t piece, npieces;   /* piece size, count */
   uint32_t arrived;        /* pieces landed */
@@ -138,6 +149,7 @@ struct ofi_link {
   int closed;
   int hello_ok;                    /* the peer's HELLO arrived and proved the secret */
   int hello_sent;                  /* ours left (its send completed) */
+  int mismatch_pending;            /* our MISMATCH has not left yet: test() drives it out before failing */
   hetcclResult_t error;            /* sticky */
   char error_text[256];            /* its message, repeated by every later call */
   /* Sending. */
@@ -148,13 +160,20 @@ struct ofi_link {
   struct ofi_write *writes;        /* max_inflight of them */
   struct ofi_write *free_writes;
   int inflight;
+  uint64_t rtr_seen;               /* advertisements received (they come in order) */
+  struct {
+    uint64_t msg;
+    size_t bytes;
+  } eager_sent[OFI_RTR_WINDOW];    /* eager messages whose advertisement has not come yet */
   /* Receiving. */
   struct hetccl_opq recvq;
   uint64_t rtr_next;               /* next receive to advertise */
   struct ofi_rx_slot rx[OFI_RTR_WINDOW];
   struct ofi_stage stage[OFI_NSTAGE];
+  uint8_t *eager_land;             /* OFI_RTR_WINDOW x OFI_EAGER_BYTES, page-aligned */
+  struct ofi_reg *eager_reg;
   /* Control. */
-  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's buffer */
+  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's and MISMATCH's buffers */
   struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
   struct ofi_ctrl *ctrl_out;          /* queued after -FI_EAGAIN */
   int nctrl_out, cap_ctrl_out;

@@ -5,7 +5,8 @@
  * (staged), in both directions at once, more than the advertisement window
  * outstanding, small pieces with one write in flight (the bound and
  * -FI_EAGAIN), a receiver that stops polling for a second while the sender
- * has everything posted, a size mismatch (both sizes named), a provider
+ * has everything posted, size mismatches across the eager and RMA sizes
+ * (both sizes named), a provider
  * disagreement and a hello without the secret. Every byte is checked
  * against a pattern both sides compute; consume must see offsets in order.
  * Needs libfabric (scripts/install-deps.sh): without it every case FAILS.
@@ -183,19 +184,29 @@ static int rank_main(struct shared *sh, int rank, int which) {
     exchange(&e, 10, 4096, 1);
     finish(&e);
     return e.fails ? 1 : 0;
-  case 2: { /* size mismatch: 100 sent, 200 posted */
-    init_env(&e, sh, rank, 0x3333 + sh->seed, 0, 0);
-    if (connect_pair(&e)) return 1;
-    static uint8_t buf[256];
-    uint64_t req;
-    hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, 100, &req)
-                                  : hetccl_link_irecv(e.link, buf, 200, NULL, NULL, &req);
-    if (rc == hetcclSuccess) rc = wait_req(&e, req);
-    const char *msg = hetccl_last_error();
-    CHECK(&e, rc == hetcclInvalidUsage && strstr(msg, "100") && strstr(msg, "200"),
-          "mismatch: result %d, message \"%s\"", rc, msg);
-    finish(&e);
-    return e.fails ? 1 : 0;
+  case 2: { /* size mismatches: eager into eager, RMA-sized into eager, eager into RMA-sized */
+    static const size_t sent[] = {100, 100000, 200}, posted[] = {200, 200, 100000};
+    int fails = 0;
+    for (int k = 0; k < 3; k++) {
+      init_env(&e, sh, rank, 0x3333 + 16 * (uint64_t)k + sh->seed, 0, 0);
+      if (connect_pair(&e)) return 1;
+      static uint8_t buf[100000];
+      uint64_t req;
+      hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, sent[k], &req)
+                                    : hetccl_link_irecv(e.link, buf, posted[k], NULL, NULL, &req);
+      if (rc == hetcclSuccess) rc = wait_req(&e, req);
+      const char *msg = hetccl_last_error();
+      char a[32], b[32];
+      snprintf(a, sizeof a, "%zu", sent[k]);
+      snprintf(b, sizeof b, "%zu", posted[k]);
+      int named = rc == hetcclInvalidUsage && strstr(msg, a) && strstr(msg, b);
+      /* Both ends fail naming both sizes (the sender completes only once
+       * the receiver's advertisement was checked, eager or not). */
+      CHECK(&e, named, "mismatch %zu into %zu: rank %d got %d \"%s\"", sent[k], posted[k], rank, rc, msg);
+      finish(&e);
+      fails += e.fails;
+    }
+    return fails ? 1 : 0;
   }
   case 3: { /* a hello without the secret: the accepting rank refuses it */
     init_env(&e, sh, rank, 0x4444 + sh->seed, 0, 0);
@@ -266,7 +277,7 @@ int main(void) {
   static const char *const names[] = {
       "ofi: every size both ways, 40 outstanding, receivers pausing 1 s",
       "ofi: 4 KiB pieces, one write in flight",
-      "ofi: size mismatch names both sizes on both ends",
+      "ofi: size mismatches (eager and RMA sizes) name both sizes",
       "ofi: a hello without the secret is refused",
   };
   int passed = 0, failed = 0;
