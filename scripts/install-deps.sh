@@ -22,6 +22,10 @@ have_pkg libc6-dev || need+=(libc6-dev)
 have_cmd gnuplot || need+=(gnuplot-nox)
 # The timeline's checker and the plot scripts (test_trace, test_plots): standard library only.
 have_cmd python3 || need+=(python3)
+# libfabric (the ofi transport): headers to build it, the runtime for its
+# tests over tcp;ofi_rxm. The library opens libfabric.so.1 with dlopen.
+have_pkg libfabric-dev || need+=(libfabric-dev)
+have_pkg libfabric1 || need+=(libfabric1)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 # The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
 # header-free HIP and its driver links each code object with lld-19.

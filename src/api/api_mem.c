@@ -12,6 +12,7 @@
 #include "api/check.h"
 #include "core/comm.h"
 #include "device/device.h"
+#include "transport/transport.h"
 #include "util/error.h"
 
 struct registration {
@@ -24,6 +25,7 @@ struct registration {
 struct allocation {
   struct allocation *next;
   void *ptr;
+  size_t size;
   int kind;
   int device;
 };
@@ -69,6 +71,7 @@ HETCCL_API hetcclResult_t hetcclCommDeregister(const hetcclComm_t comm, void *ha
   pthread_mutex_unlock(&g_lock);
   if (other_comm) return hetccl_error(hetcclInvalidArgument, "%s: handle %p was registered with another communicator", fn, handle);
   if (!found) return hetccl_error(hetcclInvalidArgument, "%s: handle %p is not a live registration", fn, handle);
+  hetccl_transport_forget_range(found->buff, found->size);
   free(found);
   return hetcclSuccess;
 }
@@ -92,6 +95,7 @@ HETCCL_API hetcclResult_t hetcclMemAlloc(void **ptr, size_t size) {
   struct allocation *a = malloc(sizeof *a);
   if (!a) return hetccl_error(hetcclSystemError, "%s: out of memory", fn);
   a->kind = kind;
+  a->size = size;
   a->device = ops->current();
   hetcclResult_t rc = ops->mem_alloc(a->device, size, &a->ptr);
   if (rc != hetcclSuccess) {
@@ -118,6 +122,7 @@ HETCCL_API hetcclResult_t hetcclMemFree(void *ptr) {
     }
   pthread_mutex_unlock(&g_lock);
   if (!found) return hetccl_error(hetcclInvalidArgument, "hetcclMemFree: %p was not allocated by hetcclMemAlloc", ptr);
+  hetccl_transport_forget_range(ptr, found->size); /* no cached registration outlives the memory */
   hetcclResult_t rc = hetccl_device_get(found->kind)->mem_free(found->device, ptr);
   free(found);
   return rc;

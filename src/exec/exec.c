@@ -141,6 +141,7 @@ hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void *
   if (bytes > s->bytes) {
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes)) return hetccl_error(hetcclSystemError, "out of memory for %zu bytes of scratch", bytes);
+    hetccl_transport_forget_range(s->ptr, s->bytes); /* links may have registered it (ofi) */
     free(s->ptr);
     s->ptr = p;
     s->bytes = bytes;

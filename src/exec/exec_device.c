@@ -5,6 +5,7 @@
 
 #include "exec/progress.h"
 #include "exec/window.h"
+#include "transport/transport.h"
 #include "util/array.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -47,8 +48,10 @@ struct hetccl_dexec {
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
 
 static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
-  if (b->host) d->dev->host_free(b->host);
-  else if (b->dev) d->dev->mem_free(d->device, b->dev);
+  if (b->host) {
+    hetccl_transport_forget_range(b->host, b->bytes); /* links registered it (ofi): not past its free */
+    d->dev->host_free(b->host);
+  } else if (b->dev) d->dev->mem_free(d->device, b->dev);
   memset(b, 0, sizeof *b);
 }
 

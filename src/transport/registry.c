@@ -10,6 +10,7 @@
 static const void *const g_builtin[] = {
     [HETCCL_TRANSPORT_SHM] = &hetccl_transport_desc_shm,
     [HETCCL_TRANSPORT_SOCKET] = &hetccl_transport_desc_socket,
+    [HETCCL_TRANSPORT_OFI] = &hetccl_transport_desc_ofi,
 };
 static const char *desc_name(const void *d) { return ((const struct hetccl_transport_desc *)d)->name; }
 static struct hetccl_registry g_transports = {.what = "transport", .builtin = g_builtin,

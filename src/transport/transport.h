@@ -31,7 +31,12 @@
 #define HETCCL_TRANSPORT_ADDR_BYTES 64
 #define HETCCL_SECRET_BYTES 16
 
-enum hetccl_transport_id { HETCCL_TRANSPORT_SHM = 0, HETCCL_TRANSPORT_SOCKET = 1, HETCCL_TRANSPORT_COUNT };
+enum hetccl_transport_id {
+  HETCCL_TRANSPORT_SHM = 0,
+  HETCCL_TRANSPORT_SOCKET = 1,
+  HETCCL_TRANSPORT_OFI = 2,
+  HETCCL_TRANSPORT_COUNT
+};
 
 /*
  * Called by a receive for each piece as it arrives, in order: `offset` is the
@@ -58,6 +63,12 @@ typedef struct hetccl_net_ctx {
   size_t shm_window_bytes;
   size_t shm_window_max;                   /* largest lane a window may grow by (>= shm_window_bytes) */
   const unsigned char *shm_window_peers;   /* [nranks] */
+  /* ofi (libfabric; ofi_desc.c's settings) */
+  const char *ofi_provider;                 /* HETCCL_OFI_PROVIDER ("": choose) */
+  const char *ofi_library;                  /* HETCCL_OFI_LIBRARY ("": libfabric.so.1) */
+  int ofi_inflight;                         /* RMA writes in flight per link */
+  size_t ofi_piece_bytes;                   /* bytes per RMA write */
+  int ofi_regcache;                         /* 1: cache registrations of user buffers */
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
   struct hetccl_mem_handle *mem_regs;       /* live registrations (hetccl_mem_register), any transport */
 } hetccl_net_ctx;
@@ -118,10 +129,11 @@ struct hetccl_link {
 
 extern const struct hetccl_transport_ops hetccl_transport_shm;
 extern const struct hetccl_transport_ops hetccl_transport_socket;
+extern const struct hetccl_transport_ops hetccl_transport_ofi;
 
 /* The ops of transport `id`, or NULL. */
 const struct hetccl_transport_ops *hetccl_transport_get(int id);
-/* Parses "shm"/"socket"; -1 when unknown or empty. */
+/* Parses "shm"/"socket"/"ofi"; -1 when unknown or empty. */
 int hetccl_transport_parse(const char *name);
 
 /*
@@ -138,6 +150,10 @@ hetcclResult_t hetccl_mem_register(hetccl_net_ctx *ctx, int transport, void *bas
 hetcclResult_t hetccl_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
 /* Every registration of `transport` in ctx (teardown). */
 void hetccl_mem_deregister_all(hetccl_net_ctx *ctx, int transport);
+/* [base, base + bytes) is about to be freed (hetcclMemFree) or was
+ * deregistered by the user (hetcclCommDeregister): every transport's cache
+ * of registrations in the process forgets it (ofi: ofi_regcache.h). */
+void hetccl_transport_forget_range(const void *base, size_t bytes);
 
 static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, size_t n, uint64_t *req) {
   return l->ops->isend(l, buf, n, req);

@@ -43,6 +43,7 @@ struct hetccl_transport_desc {
 
 extern const struct hetccl_transport_desc hetccl_transport_desc_shm;
 extern const struct hetccl_transport_desc hetccl_transport_desc_socket;
+extern const struct hetccl_transport_desc hetccl_transport_desc_ofi;
 
 /* Adds a transport (tests, plugins): before the first communicator, and on
  * every rank alike. Its ops keep any per-communicator state themselves

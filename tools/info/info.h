@@ -5,6 +5,7 @@
 void info_devices(void);
 void info_vendor_libraries(void);
 void info_transports(void);
+void info_ofi(void);
 void info_kernels(void);
 void info_settings(void);
 

@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   info_devices();
   info_vendor_libraries();
   info_transports();
+  info_ofi();
   info_kernels();
   info_settings();
   return 0;

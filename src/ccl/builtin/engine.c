@@ -24,6 +24,7 @@ hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **
     if (posix_memalign(&p, 64, bytes)) {
       return hetccl_error(hetcclSystemError, "builtin engine: cannot allocate %zu bytes of scratch", bytes);
     }
+    hetccl_transport_forget_range(vc->scratch, vc->scratch_bytes); /* links may have registered it (ofi) */
     free(vc->scratch);
     vc->scratch = p;
     vc->scratch_bytes = bytes;

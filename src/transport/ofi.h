@@ -1,0 +1,34 @@
+/*
+ * What the ofi transport (libfabric) tells programs outside it, without
+ * libfabric's headers: the providers this host offers (hetccl-info), and
+ * whether the transport was built.
+ */
+#ifndef HETCCL_TRANSPORT_OFI_H
+#define HETCCL_TRANSPORT_OFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ofi_provider_info {
+  char name[64];       /* fabric_attr->prov_name, "tcp;ofi_rxm" */
+  char fabric[64];
+  char domain[64];
+  int rdm_rma;         /* RDM endpoint with tagged messages and RMA writes with data */
+  int hmem;            /* FI_HMEM offered (GPU memory) */
+  uint64_t mr_mode;    /* FI_MR_* bits */
+  size_t cq_data_size;
+};
+
+/* 1 when the library was built with libfabric's headers. */
+int hetccl_ofi_built(void);
+/* The providers fi_getinfo lists (at most max), -1 with why when
+ * libfabric cannot be loaded. `library`: HETCCL_OFI_LIBRARY's value. */
+int hetccl_ofi_providers(struct ofi_provider_info *out, int max, char *why, size_t why_size);
+/* The provider the transport would use here ("" when none), with why not. */
+void hetccl_ofi_choice(char *name, size_t name_size, char *why, size_t why_size);
+/* 1 for a software provider (tcp, udp, sockets, shm, net and their ofi_rxm). */
+int hetccl_ofi_is_software(const char *prov);
+/* libfabric's version as "1.17" and the path opened, or why not. */
+void hetccl_ofi_library(char *text, size_t size);
+
+#endif

@@ -1,0 +1,488 @@
+/*
+ * ofi link setup. One reliable-datagram endpoint per communicator, with
+ * one completion queue for every operation and one address vector of the
+ * peers. setup() opens them with the provider chosen (ofi_api.c) and
+ * publishes the endpoint's name; connect() inserts the peer's name,
+ * posts the link's control receives and sends a HELLO that proves the
+ * communicator's secret. The higher rank waits (bounded by the timeout)
+ * for the lower rank's HELLO, as the socket transport waits for streams;
+ * the lower rank returns at once.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/ofi_internal.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/sha256.h"
+#include "util/time.h"
+#include "util/wait.h"
+
+const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc) {
+  return st->api->strerror((int)(rc < 0 ? -rc : rc));
+}
+
+hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char *fmt, ...) {
+  char msg[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!l->error) {
+    l->error = rc;
+    snprintf(l->error_text, sizeof l->error_text, "ofi link to rank %d: %s", l->base.peer, msg);
+  }
+  return hetccl_error(l->error, "%s", l->error_text);
+}
+
+void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]) {
+  uint8_t text[16];
+  uint32_t f = (uint32_t)from, t = (uint32_t)to;
+  memcpy(text, &st->comm_tag, 8);
+  memcpy(text + 8, &f, 4);
+  memcpy(text + 12, &t, 4);
+  hetccl_hmac_sha256(st->secret, HETCCL_SECRET_BYTES, text, sizeof text, mac);
+}
+
+static uint32_t fnv1a(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r) {
+  struct ofi_state *st = state;
+  struct fid_mr *mr = NULL;
+  uint64_t want = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
+  int rc = fi_mr_reg(st->domain, base, bytes, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, want, 0, &mr, NULL);
+  if (rc)
+    return hetccl_error(hetcclSystemError, "ofi: cannot register %zu bytes at %p with %s: %s", bytes, base, st->prov,
+                        hetccl_ofi_strerror(st, rc));
+  if (st->rules.bind_endpoint) {
+    rc = fi_mr_bind(mr, &st->ep->fid, 0);
+    if (!rc) rc = fi_mr_enable(mr);
+    if (rc) {
+      fi_close(&mr->fid);
+      return hetccl_error(hetcclSystemError, "ofi: cannot bind a registration to the endpoint (FI_MR_ENDPOINT): %s",
+                          hetccl_ofi_strerror(st, rc));
+    }
+  }
+  r->mr = mr;
+  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
+  r->key = fi_mr_key(mr);
+  return hetcclSuccess;
+}
+
+void hetccl_ofi_dereg(void *state, struct ofi_reg *r) {
+  (void)state;
+  if (r->mr) fi_close(&((struct fid_mr *)r->mr)->fid);
+  r->mr = NULL;
+}
+
+/* Opens fabric, domain, queue, address vector and endpoint for `info`. */
+static hetcclResult_t open_endpoint(struct ofi_state *st) {
+  struct fi_info *fi = st->info;
+  const char *what = "fi_fabric";
+  int rc = st->api->fabric(fi->fabric_attr, &st->fabric, NULL);
+  if (!rc) what = "fi_domain", rc = fi_domain(st->fabric, fi, &st->domain, NULL);
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE, .size = 0};
+  if (!rc) what = "fi_cq_open", rc = fi_cq_open(st->domain, &cq_attr, &st->cq, NULL);
+  struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+  if (!rc) what = "fi_av_open", rc = fi_av_open(st->domain, &av_attr, &st->av, NULL);
+  if (!rc) what = "fi_endpoint", rc = fi_endpoint(st->domain, fi, &st->ep, NULL);
+  if (!rc) what = "fi_ep_bind(av)", rc = fi_ep_bind(st->ep, &st->av->fid, 0);
+  if (!rc) what = "fi_ep_bind(cq)", rc = fi_ep_bind(st->ep, &st->cq->fid, FI_TRANSMIT | FI_RECV);
+  if (!rc) what = "fi_enable", rc = fi_enable(st->ep);
+  if (rc)
+    return hetccl_error(hetcclSystemError, "ofi: %s with provider %s failed: %s", what, st->prov,
+                        hetccl_ofi_strerror(st, rc));
+  return hetcclSuccess;
+}
+
+static void close_fid(struct fid *f) {
+  if (f) fi_close(f);
+}
+
+static void free_state(struct ofi_state *st) {
+  if (!st) return;
+  ofi_regcache_fini(&st->cache); /* registrations before the endpoint they may be bound to */
+  for (struct ofi_link *l = st->dead; l;) {
+    struct ofi_link *next = l->next_dead;
+    if (l->ctrl_mr) fi_close(&l->ctrl_mr->fid);
+    l->ctrl_mr = NULL;
+    l = next;
+  }
+  close_fid(st->ep ? &st->ep->fid : NULL);
+  close_fid(st->av ? &st->av->fid : NULL);
+  close_fid(st->cq ? &st->cq->fid : NULL);
+  close_fid(st->domain ? &st->domain->fid : NULL);
+  close_fid(st->fabric ? &st->fabric->fid : NULL);
+  if (st->info) st->api->freeinfo(st->info);
+  /* Links' memory goes last: completions name it until the endpoint closed. */
+  for (struct ofi_link *l = st->dead; l;) {
+    struct ofi_link *next = l->next_dead;
+    for (int s = 0; s < OFI_NSTAGE; s++) {
+      free(l->stage[s].buf);
+      free(l->stage[s].arrived);
+    }
+    free(l->eager_land);
+    hetccl_opq_free(&l->sendq);
+    hetccl_opq_free(&l->recvq);
+    free(l->writes);
+    free(l->ctrl_recvs);
+    free(l->ctrl_out);
+    free(l);
+    l = next;
+  }
+  free(st->links);
+  pthread_mutex_destroy(&st->lock);
+  free(st);
+}
+
+hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
+  _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
+  if (ctx->state[HETCCL_TRANSPORT_OFI])
+    return hetccl_error(hetcclInvalidUsage, "ofi: setup called twice for one communicator");
+  if (ctx->nranks > OFI_MAX_RANKS)
+    return hetccl_error(hetcclInvalidUsage, "ofi: links name at most %d ranks; this communicator has %d",
+                        OFI_MAX_RANKS, ctx->nranks);
+  char why[512] = "";
+  const struct ofi_api *api = ofi_api_load(ctx->ofi_library, why, sizeof why);
+  if (!api) return hetccl_error(hetcclSystemError, "ofi: %s", why);
+  struct ofi_state *st = calloc(1, sizeof *st);
+  if (!st) return hetccl_error(hetcclSystemError, "ofi: out of memory");
+  hetcclResult_t rc = hetcclSuccess;
+  st->api = api;
+  pthread_mutex_init(&st->lock, NULL);
+  st->rank = ctx->rank;
+  st->nranks = ctx->nranks;
+  st->comm_tag = ctx->comm_tag;
+  memcpy(st->secret, ctx->secret, HETCCL_SECRET_BYTES);
+  st->max_inflight = ctx->ofi_inflight > 0 ? ctx->ofi_inflight : 8;
+  st->piece_bytes = ctx->ofi_piece_bytes >= 64 ? ctx->ofi_piece_bytes & ~(size_t)63 : (size_t)1 << 20;
+  ofi_regcache_init(&st->cache, hetccl_ofi_reg, hetccl_ofi_dereg, st, &st->lock, ctx->ofi_regcache);
+  st->links = calloc((size_t)ctx->nranks, sizeof *st->links);
+  if (!st->links) {
+    rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
+    goto fail;
+  }
+  char prov[64];
+  if (!ofi_choose_provider(api, ctx->ofi_provider, prov, sizeof prov, why, sizeof why)) {
+    rc = hetccl_error(hetcclSystemError, "ofi: %s", why);
+    goto fail;
+  }
+  struct fi_info *hints = ofi_hints(api, prov);
+  if (!hints) {
+    rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
+    goto fail;
+  }
+  int frc = -FI_ENODATA;
+#ifdef FI_MR_DMABUF
+  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
+   * take the domain without it when the provider has none. */
+  if (api->version() >= FI_VERSION(1, 20)) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
+    hints->caps &= ~(uint64_t)FI_HMEM;
+    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    if (frc) st->info = NULL;
+  }
+#endif
+  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  api->freeinfo(hints);
+  if (frc || !st->info) {
+    rc = hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, api->strerror(-frc));
+    st->info = NULL;
+    goto fail;
+  }
+  if (st->info->next) { /* keep the first domain only */
+    struct fi_info *rest = st->info->next;
+    st->info->next = NULL;
+    api->freeinfo(rest);
+  }
+  snprintf(st->prov, sizeof st->prov, "%s", st->info->fabric_attr->prov_name);
+  st->prov_hash = fnv1a(st->prov);
+  st->key_size = st->info->domain_attr->mr_key_size;
+  st->rules = ofi_mr_rules_of((uint64_t)st->info->domain_attr->mr_mode, st->key_size);
+  st->inject_size = st->info->tx_attr->inject_size;
+  st->max_write = st->info->ep_attr->max_msg_size;
+  if (!st->rules.usable) {
+    rc = hetccl_error(hetcclSystemError, "ofi: provider %s: %s", st->prov, st->rules.why);
+    goto fail;
+  }
+  if (st->inject_size < sizeof(struct ofi_ctrl)) {
+    rc = hetccl_error(hetcclSystemError, "ofi: provider %s injects %zu bytes; control messages need %zu", st->prov,
+                      st->inject_size, sizeof(struct ofi_ctrl));
+    goto fail;
+  }
+  if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
+  HETCCL_CHECK(open_endpoint(st));
+  struct ofi_addr a;
+  memset(&a, 0, sizeof a);
+  size_t len = sizeof a.name;
+  int grc = fi_getname(&st->ep->fid, a.name, &len);
+  if (grc) {
+    rc = hetccl_error(hetcclSystemError, "ofi: the endpoint's name (%zu bytes) does not fit %zu: %s", len,
+                      sizeof a.name, hetccl_ofi_strerror(st, grc));
+    goto fail;
+  }
+  a.magic = OFI_ADDR_MAGIC;
+  a.prov_hash = st->prov_hash;
+  a.name_len = (uint16_t)len;
+  memcpy(a.prov, st->prov, strnlen(st->prov, sizeof a.prov - 1)); /* cut to fit: messages only */
+  memcpy(addr, &a, sizeof a);
+  ctx->state[HETCCL_TRANSPORT_OFI] = st;
+  HETCCL_INFO("ofi: rank %d uses provider %s (fabric %s, domain %s, mr_mode %#x, %s progress, %d writes of %zu bytes "
+              "in flight per link)",
+              ctx->rank, st->prov, st->info->fabric_attr->name, st->info->domain_attr->name,
+              (unsigned)st->info->domain_attr->mr_mode,
+              st->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto", st->max_inflight,
+              st->piece_bytes);
+  return hetcclSuccess;
+fail:
+  free_state(st);
+  return rc;
+}
+
+void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_OFI);
+  if (!st) return;
+  for (int p = 0; p < st->nranks; p++)
+    if (st->links[p]) hetccl_ofi_close(&st->links[p]->base);
+  free_state(st);
+  ctx->state[HETCCL_TRANSPORT_OFI] = NULL;
+}
+
+hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i) {
+  struct ofi_state *st = l->st;
+  struct ofi_ctrl_recv *r = &l->ctrl_recvs[i];
+  void *desc = l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL;
+  uint64_t deadline = 0;
+  for (;;) {
+    ssize_t rc = fi_trecv(st->ep, &r->msg, sizeof r->msg, desc, l->peer_addr, OFI_CTRL_TAG | (uint64_t)l->base.peer, 0,
+                          &r->ctx);
+    if (rc == 0) return hetcclSuccess;
+    if (!deadline) deadline = hetccl_deadline_ms(1000);
+    if (rc != -FI_EAGAIN || hetccl_expired(deadline))
+      return hetccl_ofi_fail(l, hetcclSystemError, "cannot post a control receive: %s", hetccl_ofi_strerror(st, rc));
+    (void)fi_cq_read(st->cq, NULL, 0); /* progress (reads nothing), then try again */
+  }
+}
+
+static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, struct ofi_link **out) {
+  struct ofi_link *l = calloc(1, sizeof *l);
+  if (!l) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
+  l->base.ops = &hetccl_transport_ofi;
+  l->base.peer = peer;
+  l->st = st;
+  l->peer_addr = fa;
+  l->writes = calloc((size_t)st->max_inflight, sizeof *l->writes);
+  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 2, sizeof *l->ctrl_recvs);
+  for (int s = 0; s < OFI_NSTAGE; s++) l->stage[s].busy = 0;
+  /* Kept until teardown from here on (completions may name it). */
+  l->next_dead = st->dead;
+  st->dead = l;
+  if (!l->writes || !l->ctrl_recvs) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
+  for (int i = 0; i < st->max_inflight; i++) {
+    l->writes[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_WRITE, .link = l};
+    l->writes[i].next_free = l->free_writes;
+    l->free_writes = &l->writes[i];
+  }
+  if (st->rules.local_desc) {
+    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 2) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
+                       ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size), 0, &l->ctrl_mr, NULL);
+    if (!rc && st->rules.bind_endpoint) {
+      rc = fi_mr_bind(l->ctrl_mr, &st->ep->fid, 0);
+      if (!rc) rc = fi_mr_enable(l->ctrl_mr);
+    }
+    if (rc)
+      return hetccl_error(hetcclSystemError, "ofi: cannot register a link's control buffers: %s",
+                          hetccl_ofi_strerror(st, rc));
+  }
+  for (int i = 0; i < OFI_CTRL_RECVS; i++) {
+    l->ctrl_recvs[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_CTRL_RECV, .link = l};
+    HETCCL_TRY(hetccl_ofi_post_ctrl_recv(l, i));
+  }
+  *out = l;
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
+                                  hetccl_link **out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  *out = NULL;
+  if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: connect before setup");
+  if (peer == ctx->rank || peer < 0 || peer >= ctx->nranks)
+    return hetccl_error(hetcclInvalidArgument, "ofi: rank %d cannot link to rank %d", ctx->rank, peer);
+  struct ofi_addr a;
+  memcpy(&a, peer_addr, sizeof a);
+  if (a.magic != OFI_ADDR_MAGIC || a.name_len == 0 || a.name_len > sizeof a.name)
+    return hetccl_error(hetcclInvalidUsage, "ofi: rank %d published no ofi address", peer);
+  a.prov[sizeof a.prov - 1] = 0;
+  if (a.prov_hash != st->prov_hash)
+    return hetccl_error(hetcclInvalidUsage,
+                        "ofi: ranks %d and %d chose different libfabric providers (%s and %s), whose wire protocols "
+                        "do not meet; set HETCCL_OFI_PROVIDER alike on every rank",
+                        ctx->rank, peer, st->prov, a.prov);
+  if (st->links[peer]) return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
+  hetcclResult_t rc = hetcclSuccess;
+  pthread_mutex_lock(&st->lock);
+  /* The piece size cuts messages on both ends: the agreed value (core
+   * configures rank 0's after setup, before the first connect). */
+  if (ctx->ofi_piece_bytes >= 64) {
+    st->piece_bytes = ctx->ofi_piece_bytes & ~(size_t)63;
+    if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
+  }
+  fi_addr_t fa = FI_ADDR_UNSPEC;
+  int n = fi_av_insert(st->av, a.name, 1, &fa, 0, NULL);
+  struct ofi_link *l = NULL;
+  if (n != 1) {
+    rc = hetccl_error(hetcclSystemError, "ofi: cannot add rank %d's address: %s", peer,
+                      hetccl_ofi_strerror(st, n < 0 ? n : -FI_EINVAL));
+    goto out;
+  }
+  rc = new_link(st, peer, fa, &l);
+  if (rc != hetcclSuccess) goto out;
+  /* The hello is a send with a completion: connect returns only once it
+   * left, so the peer never waits on a rank that stopped polling after its
+   * connects (software providers move data only while polled). */
+  struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
+  hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
+  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = st->comm_tag};
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.mac);
+  st->links[peer] = l;
+  uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  int posted = 0;
+  /* Ours sent; the lower rank's received (the higher rank waits, as socket streams). */
+  while (rc == hetcclSuccess && (!l->hello_sent || (ctx->rank > peer && !l->hello_ok))) {
+    if (!posted) {
+      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
+                             fa, OFI_CTRL_TAG | (uint64_t)st->rank, &hello->ctx);
+      if (src == 0)
+        posted = 1;
+      else if (src != -FI_EAGAIN)
+        rc = hetccl_error(hetcclSystemError, "ofi: cannot send a hello to rank %d: %s", peer, hetccl_ofi_strerror(st, src));
+    }
+    if (rc == hetcclSuccess) rc = hetccl_ofi_progress(st);
+    if (rc == hetcclSuccess && l->error) rc = hetccl_error(l->error, "%s", l->error_text);
+    if (rc != hetcclSuccess || (l->hello_sent && (ctx->rank < peer || l->hello_ok))) break;
+    if (hetccl_expired(deadline)) {
+      rc = hetccl_error(hetcclTimeout, "ofi: rank %d %s rank %d within %lld ms", ctx->rank,
+                        l->hello_sent ? "got no hello from" : "could not send its hello to", peer,
+                        (long long)ctx->timeout_ms);
+      break;
+    }
+    pthread_mutex_unlock(&st->lock);
+    hetccl_backoff_pause(&bo);
+    pthread_mutex_lock(&st->lock);
+  }
+  if (rc != hetcclSuccess) {
+    st->links[peer] = NULL;
+    l->closed = 1;
+    goto out;
+  }
+  *out = &l->base;
+  /* GPU memory reaches the NIC directly only as a registered dma-buf
+   * (FI_HMEM, libfabric 1.20); the GPU executor hands links pinned host
+   * staging, so GPU data is staged either way for now. */
+  HETCCL_INFO("ofi: rank %d linked to rank %d over %s (mr_mode %#x; GPU memory: staged through registered host "
+              "memory; %s)",
+              ctx->rank, peer, st->prov, (unsigned)st->info->domain_attr->mr_mode,
+              (st->info->caps & FI_HMEM) ? "dma-buf registration offered (FI_HMEM), not used by the GPU executor yet"
+                                         : "no dma-buf: the provider or this libfabric offers no FI_HMEM");
+out:
+  pthread_mutex_unlock(&st->lock);
+  return rc;
+}
+
+void hetccl_ofi_close(hetccl_link *link) {
+  struct ofi_link *l = (struct ofi_link *)link;
+  if (!l || l->closed) return;
+  struct ofi_state *st = l->st;
+  pthread_mutex_lock(&st->lock);
+  /* Let writes in flight finish (bounded): the peer may be waiting for them. */
+  uint64_t deadline = hetccl_deadline_ms(1000);
+  while (l->inflight > 0 && !l->error && !hetccl_expired(deadline))
+    if (hetccl_ofi_progress(st) != hetcclSuccess) break;
+  l->closed = 1;
+  if (st->links[l->base.peer] == l) st->links[l->base.peer] = NULL;
+  pthread_mutex_unlock(&st->lock); /* its memory stays until teardown */
+}
+
+/* Device memory given as a dma-buf (the device kind's dmabuf_export): the
+ * NIC reads and writes it directly. Only with libfabric 1.20's headers;
+ * compiled against 2.x's, never run (no RDMA NIC where it was written). The
+ * contract carries no device kind yet, so the interface is CUDA's. */
+static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle *h, struct ofi_reg *r) {
+#ifdef FI_MR_DMABUF
+  struct fi_mr_dmabuf buf = {.fd = h->dmabuf_fd, .offset = 0, .len = h->bytes, .base_addr = h->base};
+  struct fi_mr_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.dmabuf = &buf;
+  attr.iov_count = 1;
+  attr.access = FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE;
+  attr.requested_key = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
+  attr.iface = FI_HMEM_CUDA;
+  struct fid_mr *mr = NULL;
+  int rc = fi_mr_regattr(st->domain, &attr, FI_MR_DMABUF, &mr);
+  if (!rc && st->rules.bind_endpoint) {
+    rc = fi_mr_bind(mr, &st->ep->fid, 0);
+    if (!rc) rc = fi_mr_enable(mr);
+  }
+  if (rc) {
+    if (mr) fi_close(&mr->fid);
+    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", h->dmabuf_fd,
+                        h->bytes, st->prov, hetccl_ofi_strerror(st, rc));
+  }
+  r->mr = mr;
+  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
+  r->key = fi_mr_key(mr);
+  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", h->bytes, st->prov);
+  return hetcclSuccess;
+#else
+  (void)r;
+  return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
+                      "FI_MR_DMABUF (provider %s)", h->dmabuf_fd, st->prov);
+#endif
+}
+
+hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: memory registration before setup");
+  if (h->device && h->dmabuf_fd < 0)
+    return hetccl_error(hetcclInvalidUsage, "ofi: device memory is registered through a dma-buf only");
+  if (h->dmabuf_fd >= 0 && !(st->info->caps & FI_HMEM))
+    return hetccl_error(hetcclInvalidUsage,
+                        "ofi: dma-buf registration needs FI_HMEM and libfabric 1.20 (headers at build, library at "
+                        "run time); provider %s does not offer it here",
+                        st->prov);
+  struct ofi_reg *r = calloc(1, sizeof *r);
+  if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
+  pthread_mutex_lock(&st->lock);
+  hetcclResult_t rc = h->dmabuf_fd >= 0 ? reg_dmabuf(st, h, r) : hetccl_ofi_reg(st, h->base, h->bytes, r);
+  pthread_mutex_unlock(&st->lock);
+  if (rc != hetcclSuccess) {
+    free(r);
+    return rc;
+  }
+  h->key = r->key;
+  h->priv = r;
+  return hetcclSuccess;
+}
+
+void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  struct ofi_reg *r = h->priv;
+  if (!r) return;
+  if (st) pthread_mutex_lock(&st->lock);
+  hetccl_ofi_dereg(st, r);
+  if (st) pthread_mutex_unlock(&st->lock);
+  free(r);
+  h->priv = NULL;
+}

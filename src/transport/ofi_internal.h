@@ -1,0 +1,238 @@
+/*
+ * ofi transport internals shared by setup (ofi_conn.c) and the data path
+ * (ofi.c). Wire formats are in README.md ("ofi"); integers travel in the
+ * host's byte order (every supported host is little-endian).
+ */
+#ifndef HETCCL_TRANSPORT_OFI_INTERNAL_H
+#define HETCCL_TRANSPORT_OFI_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/ofi_api.h"
+#include "transport/ofi_mr.h"
+#include "transport/ofi_regcache.h"
+#include "transport/opq.h"
+#include "transport/transport.h"
+
+#define OFI_ADDR_MAGIC 0x666f6368u  /* "hcof" */
+#define OFI_CTRL_MAGIC 0x6c727463u  /* "ctrl" */
+#define OFI_NAME_BYTES 36
+#define OFI_PROV_BYTES 16
+/* Receives a receiver has advertised and not finished, per link direction:
+ * the slot of a message is its sequence mod this, carried in the
+ * immediate data. */
+#define OFI_RTR_WINDOW 16
+#define OFI_CTRL_RECVS (2 * OFI_RTR_WINDOW + 4)
+#define OFI_NSTAGE 2                 /* staging buffers of a link for consumed receives */
+#define OFI_MAX_PIECES (1u << 16)    /* pieces per message (16 bits of immediate data) */
+#define OFI_MAX_RANKS (1 << 12)      /* ranks an ofi link can name (12 bits) */
+#define OFI_CTRL_TAG 0x4800000000000000ull /* | sender rank */
+/* Messages of 1..OFI_EAGER_BYTES go as tagged sends without waiting for
+ * the receiver's advertisement, into a landing slot the receiver posted. */
+#define OFI_EAGER_BYTES ((size_t)16 << 10)
+#define OFI_EAGER_TAG 0x4900000000000000ull /* | (msg mod 2^24) << 12 | sender rank */
+static inline uint64_t ofi_eager_tag(uint64_t msg, int rank) {
+  return OFI_EAGER_TAG | ((msg & 0xffffffull) << 12) | (uint64_t)rank;
+}
+
+/* What setup() publishes (64 bytes). */
+struct ofi_addr {
+  uint32_t magic;
+  uint32_t prov_hash;              /* of the whole provider name */
+  uint16_t name_len;
+  uint8_t pad[2];
+  char prov[OFI_PROV_BYTES];       /* the provider's name, cut to fit (messages only) */
+  uint8_t name[OFI_NAME_BYTES];    /* fi_getname of the endpoint */
+};
+
+enum ofi_ctrl_type {
+  OFI_CTRL_RTR = 1,      /* receiver to sender: message `msg` of `bytes` may be written at addr/key */
+  OFI_CTRL_EMPTY = 2,    /* sender to receiver: message `msg` had 0 bytes, nothing to write */
+  OFI_CTRL_MISMATCH = 3, /* sender to receiver: message `msg` was sent with `bytes`, not what the RTR said */
+  OFI_CTRL_HELLO = 4,    /* first message each way: proves the communicator's secret (mac) */
+};
+
+/* Every control message (tagged OFI_CTRL_TAG | sender rank, sent inline). */
+struct ofi_ctrl {
+  uint32_t magic;
+  uint32_t type;
+  uint64_t comm_tag;
+  union {
+    struct {
+      uint64_t msg;
+      uint64_t bytes;
+      uint64_t addr;     /* RTR: remote address of byte 0 (virtual or offset, per mr_mode) */
+      uint64_t key;      /* RTR */
+    };
+    uint8_t mac[32];     /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank) */
+  };
+};
+_Static_assert(sizeof(struct ofi_ctrl) == 48, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
+
+/* Immediate data of a write: sender rank, message slot, piece index. */
+static inline uint32_t ofi_imm(int rank, uint64_t msg, uint32_t piece) {
+  return ((uint32_t)rank << 20) | ((uint32_t)(msg % OFI_RTR_WINDOW) << 16) | piece;
+}
+static inline int ofi_imm_rank(uint32_t imm) { return (int)(imm >> 20); }
+static inline unsigned ofi_imm_slot(uint32_t imm) { return (imm >> 16) & 0xf; }
+static inline uint32_t ofi_imm_piece(uint32_t imm) { return imm & 0xffff; }
+_Static_assert(OFI_RTR_WINDOW == 16, "4 bits of slot in the immediate data");
+
+/* The piece size of a message of `bytes`: the setting's, grown (in 64-byte
+ * steps) so no message needs more than OFI_MAX_PIECES. Both ends compute it. */
+static inline size_t ofi_piece_bytes(size_t setting, size_t bytes) {
+  size_t min = (bytes + OFI_MAX_PIECES - 1) / OFI_MAX_PIECES;
+  min = (min + 63) & ~(size_t)63;
+  return setting > min ? setting : min;
+}
+
+enum ofi_ctx_kind { OFI_CTX_CTRL_RECV = 1, OFI_CTX_WRITE = 2, OFI_CTX_HELLO_SEND = 3, OFI_CTX_EAGER_RECV = 4,
+                    OFI_CTX_MISMATCH_SEND = 5 };
+
+struct ofi_link;
+
+/* What a posted operation gives libfabric as its context. */
+struct ofi_op_ctx {
+  int kind;
+  struct ofi_link *link;
+};
+
+struct ofi_ctrl_recv {
+  struct ofi_op_ctx ctx;
+  struct ofi_ctrl msg;
+};
+
+struct ofi_write {
+  struct ofi_op_ctx ctx;
+  uint64_t msg;            /* send sequence */
+  size_t bytes;
+  struct ofi_write *next_free;
+};
+
+/* A receive the link advertised (RTR sent), by slot. */
+struct ofi_rx_slot {
+  struct ofi_op_ctx ctx;   /* eager: its tagged receive's context */
+  int busy;
+  int eager;               /* lands in the link's eager slot, as a tagged message */
+  size_t eager_len;        /* what arrived (the sender's size) */
+  uint64_t msg;
+  size_t piece, npieces;   /* piece size, count */
+  uint32_t arrived;        /* pieces landed */
+  uint32_t delivered;      /* staged: pieces handed to consume, in order */
+  int stage;               /* staging buffer index, -1: written straight into the buffer */
+  struct ofi_reg *reg;     /* direct: the buffer's registration */
+};
+
+struct ofi_stage {
+  uint8_t *buf;            /* page-aligned, grown to the largest consumed message */
+  size_t bytes;
+  struct ofi_reg *reg;
+  int busy;
+  uint8_t *arrived;        /* per piece */
+  size_t arrived_cap;
+};
+
+/* The sender's record of an RTR (by slot). */
+struct ofi_rtr {
+  int valid;
+  uint64_t msg, bytes, addr, key;
+};
+
+struct ofi_state;
+
+struct ofi_link {
+  struct hetccl_link base;
+  struct ofi_state *st;
+  fi_addr_t peer_addr;
+  int closed;
+  int hello_ok;                    /* the peer's HELLO arrived and proved the secret */
+  int hello_sent;                  /* ours left (its send completed) */
+  int mismatch_pending;            /* our MISMATCH has not left yet: test() drives it out before failing */
+  hetcclResult_t error;            /* sticky */
+  char error_text[256];            /* its message, repeated by every later call */
+  /* Sending. */
+  struct hetccl_opq sendq;
+  uint64_t send_cut;               /* the send being cut into writes */
+  struct ofi_rtr rtr[OFI_RTR_WINDOW];
+  struct ofi_reg *send_reg[OFI_RTR_WINDOW]; /* FI_MR_LOCAL: registration of send msg (slot) */
+  struct ofi_write *writes;        /* max_inflight of them */
+  struct ofi_write *free_writes;
+  int inflight;
+  uint64_t rtr_seen;               /* advertisements received (they come in order) */
+  struct {
+    uint64_t msg;
+    size_t bytes;
+  } eager_sent[OFI_RTR_WINDOW];    /* eager messages whose advertisement has not come yet */
+  /* Receiving. */
+  struct hetccl_opq recvq;
+  uint64_t rtr_next;               /* next receive to advertise */
+  struct ofi_rx_slot rx[OFI_RTR_WINDOW];
+  struct ofi_stage stage[OFI_NSTAGE];
+  uint8_t *eager_land;             /* OFI_RTR_WINDOW x OFI_EAGER_BYTES, page-aligned */
+  struct ofi_reg *eager_reg;
+  /* Control. */
+  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's and MISMATCH's buffers */
+  struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
+  struct ofi_ctrl *ctrl_out;          /* queued after -FI_EAGAIN */
+  int nctrl_out, cap_ctrl_out;
+  struct ofi_link *next_dead;         /* closed links, freed at teardown */
+};
+
+/* ctx->state[HETCCL_TRANSPORT_OFI] */
+struct ofi_state {
+  const struct ofi_api *api;
+  pthread_mutex_t lock;          /* every call of the domain, and the cache */
+  struct fi_info *info;
+  struct fid_fabric *fabric;
+  struct fid_domain *domain;
+  struct fid_av *av;
+  struct fid_cq *cq;
+  struct fid_ep *ep;
+  struct ofi_mr_rules rules;
+  size_t key_size;
+  uint64_t key_counter;
+  size_t inject_size;
+  size_t max_write;              /* ep_attr->max_msg_size */
+  int rank, nranks;
+  uint64_t comm_tag;
+  uint8_t secret[HETCCL_SECRET_BYTES];
+  int max_inflight;
+  size_t piece_bytes;
+  char prov[64];
+  uint32_t prov_hash;
+  struct ofi_link **links;       /* by peer rank */
+  struct ofi_link *dead;
+  struct ofi_regcache cache;
+};
+
+/* ofi_conn.c */
+hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
+hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
+                                  hetccl_link **out);
+void hetccl_ofi_close(hetccl_link *link);
+void hetccl_ofi_teardown(hetccl_net_ctx *ctx);
+hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
+void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
+/* A registration of [base, base + bytes) (the cache's callback). */
+hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r);
+void hetccl_ofi_dereg(void *state, struct ofi_reg *r);
+/* Posts control receive i of a link again. */
+hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i);
+/* The libfabric error text of rc (negative). */
+const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc);
+/* Sends a control message (queued after -FI_EAGAIN; ofi.c). */
+hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c);
+/* Polls the queue once and advances every link (ofi.c); lock held. */
+hetcclResult_t hetccl_ofi_progress(struct ofi_state *st);
+/* The HELLO's MAC from `from` to `to`. */
+void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]);
+/* Fails the link (sticky): records rc with the message. */
+hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * The ofi transport's registration cache: registrations of host memory
+ * (user buffers sent or received directly, staging) kept by address range
+ * and reused by any later transfer inside a cached range, so a buffer is
+ * registered once, not per message. Free of libfabric: registering is the
+ * owner's callback, so tests drive the cache with a fake one
+ * (tests/unit/test_ofi_regcache.c).
+ *
+ * Ranges are rounded out to whole pages. An entry in use by a transfer
+ * (refs > 0) is never released: invalidating it marks it stale, and the
+ * last put releases it. hetcclMemFree and hetcclCommDeregister invalidate
+ * their range in every cache of the process (hetccl_transport_forget_range),
+ * so a later buffer at the same address is registered afresh. Memory freed
+ * by other means (free, cudaFree) is not seen: providers that pin pages
+ * (verbs, efa) would keep the old pages, so HETCCL_OFI_REGCACHE=0 turns the
+ * cache off for programs that free and reuse buffers between calls.
+ *
+ * Calls on one cache are serialised by its owner (the ofi transport's
+ * lock, which the cache also takes in hetccl_transport_forget_range).
+ */
+#ifndef HETCCL_TRANSPORT_OFI_REGCACHE_H
+#define HETCCL_TRANSPORT_OFI_REGCACHE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetccl.h"
+#include "transport/transport.h" /* hetccl_transport_forget_range */
+
+struct ofi_reg {
+  uintptr_t lo, hi;    /* the registered range, whole pages */
+  void *mr;            /* the owner's (struct fid_mr *) */
+  void *desc;          /* local descriptor */
+  uint64_t key;        /* for peers */
+  int refs;            /* transfers using it */
+  int stale;           /* invalidated while in use: released at the last put */
+};
+
+struct ofi_regcache {
+  /* The owner's registration of [base, base + bytes): fills mr, desc, key. */
+  hetcclResult_t (*reg)(void *arg, void *base, size_t bytes, struct ofi_reg *r);
+  void (*dereg)(void *arg, struct ofi_reg *r);
+  void *arg;
+  pthread_mutex_t *lock;   /* the owner's lock (taken by forget_range only) */
+  int enabled;             /* 0: every get registers, every put releases */
+  struct ofi_reg **regs;   /* live entries (not stale) */
+  int n, cap;
+  uint64_t hits, misses, released;  /* for tests and INFO logs */
+  struct ofi_regcache *next_cache;  /* every cache of the process */
+};
+
+/* Starts a cache (and lists it for hetccl_transport_forget_range). */
+void ofi_regcache_init(struct ofi_regcache *c, hetcclResult_t (*reg)(void *, void *, size_t, struct ofi_reg *),
+                       void (*dereg)(void *, struct ofi_reg *), void *arg, pthread_mutex_t *lock, int enabled);
+/* Releases every entry (in use or not) and unlists the cache. */
+void ofi_regcache_fini(struct ofi_regcache *c);
+
+/* A registration covering [base, base + bytes), reused or made; refs + 1. */
+hetcclResult_t ofi_regcache_get(struct ofi_regcache *c, const void *base, size_t bytes, struct ofi_reg **out);
+/* Done with it: refs - 1; releases a stale entry (or any, cache disabled). */
+void ofi_regcache_put(struct ofi_regcache *c, struct ofi_reg *r);
+/* Forgets every entry overlapping [base, base + bytes): released now, or
+ * at its last put when in use. */
+void ofi_regcache_invalidate(struct ofi_regcache *c, const void *base, size_t bytes);
+
+#endif

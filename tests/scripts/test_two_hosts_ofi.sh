@@ -1,0 +1,19 @@
+#!/bin/bash
+# test_two_hosts.sh (two network namespaces joined by a veth pair, each its
+# own "host") with every link on the ofi transport over tcp;ofi_rxm
+# (HETCCL_TEST_TRANSPORT=ofi: test_collectives sets HETCCL_TRANSPORT in each
+# rank), without its 2^20+3 job (test_collectives_ofi.sh covers that size on
+# one host). Needs libfabric: without it this test FAILS.
+# Usage: test_two_hosts_ofi.sh <build-dir>
+set -u
+BUILD=${1:?usage: test_two_hosts_ofi.sh <build-dir>}
+INFO="$BUILD/bin/hetccl-info"
+lib=$("$INFO" 2>/dev/null | grep -A1 '^libfabric' | tail -1)
+if ! echo "$lib" | grep -q 'libfabric 1\.'; then
+  echo "FAIL: the ofi transport cannot run here:$lib"
+  echo "  (scripts/install-deps.sh installs libfabric-dev and libfabric1; rebuild after it)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+export HETCCL_TEST_TRANSPORT=ofi HETCCL_OFI_PROVIDER=tcp TWO_HOSTS_QUICK=1
+exec bash "$(dirname "$0")/test_two_hosts.sh" "$BUILD"
