@@ -39,6 +39,11 @@ static const struct hetccl_setting g_items[] = {
      .unset_means = "the default route's interface", .help = "interfaces for the bootstrap and socket links"},
     {.name = "HETCCL_SHM_WINDOW_READ", .kind = HETCCL_SETTING_CHOICE, .dflt = "copy", .choices = g_window_reads,
      AT(shm_window_kernel_read), .help = "how a reducing receive reads a device window"},
+    /* 2^31 counter units of 256 bytes: counters stay below 2^31 + a lane,
+     * where unsigned (HIP) and wrap-around (CUDA) waits agree (exec/window.c). */
+    {.name = "HETCCL_SHM_WINDOW_EPOCH", .kind = HETCCL_SETTING_BYTES, .dflt = "512G", .min = 4 * KIB,
+     .max = 512 * GIB, .multiple = 256, .agreed = 1, AT(shm_window_epoch),
+     .help = "bytes through a device window lane before its counters restart from 0 (lower only to test)"},
 };
 #undef AT
 
