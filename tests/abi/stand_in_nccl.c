@@ -12,9 +12,9 @@
  * libquirkynccl.so.7) for tests/unit/test_nccl_flavor.c: a library of
  * another name spelling all-to-all as RCCL does (ncclAllToAll, plus
  * ncclAllToAllv) instead of NCCL's ncclAlltoAll, with its own version.
- * There the calls a one-rank communicator needs succeed without doing
- * anything (unique id, init, destroy, groups, send/receive, all-to-all)
- * and are counted: stand_in_calls("ncclSend") says how often each ran.
+ * There some calls are counted (unique id, init, destroy, groups,
+ * send/receive, all-to-all): stand_in_calls("ncclSend") says how often
+ * each ran.
  * The same build is also test-tools/stand-in-rccl/librccl.so.1, the
  * stand-in AMD RCCL of tests/unit/test_rccl_instance.c and
  * tests/abi/rccl_face_test.c (stand_in_self_calls: RCCL calling its own
