@@ -13,7 +13,18 @@
 #   5. cross-domain: hetccl-pciebench (the PCIe limit) and AllReduce on two
 #      ranks in two domains, with the ratio of each size to that limit;
 #   6. PyTorch: scripts/torch-check.sh (DDP against Gloo across two domains;
-#      against native NCCL in pass-through when there is a GPU per rank).
+#      against native NCCL in pass-through when there is a GPU per rank; and
+#      "two faces": a cuda rank on the NCCL face beside a hip rank on the
+#      RCCL face over the stand-in below);
+#   7. hip ranks on NVIDIA GPUs (docs/AMD.md): test_gpu_collectives on layouts
+#      with hip ranks, the hip kind over the stand-in HIP runtime over the
+#      CUDA driver (test-tools/stand-in-hip-cuda/libamdhip64.so, a test tool)
+#      and NVIDIA's NCCL standing in for RCCL (HETCCL_RCCL_LIBRARY): hip,
+#      hip,host, cuda:d0,hip:d1 (device window between a cuda and a hip
+#      rank), cuda:d0,hip:d1,host (window, then staged), cuda:d0,hip:d1 with
+#      the window counters restarting every 4 KiB; with 2+ GPUs also
+#      hip:d0,hip:d0 and cuda:d0,cuda:d0,hip:d1,hip:d1. Appended to
+#      test_gpu_collectives.log, one summary line per layout.
 #
 # usage: bash scripts/gpu-check.sh [ngpus]        (default: every GPU)
 # Settings (environment): MAXBYTES (4G; 1G when time is short), SPLIT (256M:
@@ -25,7 +36,13 @@
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
 # SKIP_STAGED (1: no cross-domain run without device windows), XMIN (8) and
 # XFACTOR (4): the cross-domain sizes,
-# SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
+# SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200), TWO_FACES (0: no
+# two-faces DDP run), SKIP_HIP (1: no step 7), HIP_RCCL (the NCCL library
+# standing in for RCCL; default HETCCL_NCCL_LIBRARY, else the system
+# libnccl.so.2), HIP_IMAGES (marker: HetCCL hands the stand-in a marker
+# image, for builds without the AMD code objects; builtin: the gfx942 code
+# object built in; default builtin when hetccl-info lists gfx942 under hip
+# kernels, else marker; the stand-in loads the CUDA kernels either way),
 # COLLS (the collectives of the parity runs).
 # Logs go to $OUT when it is set, else to $BUILD/logs (the device tool brings
 # back at most 8 files of $OUT: gpucheck.out, printed by the caller, has the
@@ -77,7 +94,7 @@ fi
 
 # ---- 1. Build ----
 bin="$BUILD/bin"
-targets="hetccl nccl_face hetccl-perf hetccl-info hetccl-pciebench test_cuda_device test_nccl_vendor test_gpu_collectives"
+targets="hetccl nccl_face rccl_face test_tool_stand_in_hip_cuda hetccl-perf hetccl-info hetccl-pciebench test_cuda_device test_nccl_vendor test_gpu_collectives"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   # shellcheck disable=SC2086
   {
@@ -156,6 +173,60 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     --counts 268435456
   cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
     mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
+fi
+
+# ---- 7 (run here, beside the other test programs). hip ranks over the stand-in HIP over CUDA ----
+if [ "${SKIP_TESTS:-0}" != 1 ] && [ "${SKIP_HIP:-0}" != 1 ]; then
+  hip_rt=$repo/$BUILD/test-tools/stand-in-hip-cuda/libamdhip64.so
+  case "$BUILD" in /*) hip_rt=$BUILD/test-tools/stand-in-hip-cuda/libamdhip64.so ;; esac
+  hip_rccl=${HIP_RCCL:-${HETCCL_NCCL_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2 / { print $NF; exit }')}}
+  hip_images=${HIP_IMAGES:-}
+  if [ -z "$hip_images" ]; then
+    if awk '/^[A-Z]/ { s = $0 } s == "Kernels" && $1 == "hip" && /gfx942/ { f = 1 } END { exit !f }' "$LOGS/info.log"; then
+      hip_images=builtin
+    else
+      hip_images=marker
+    fi
+  fi
+  say "# hip over CUDA: HETCCL_HIP_LIBRARY=$hip_rt HETCCL_RCCL_LIBRARY=$hip_rccl, kernel images: $hip_images"
+  hip_log="$BUILD/hip_collectives.log"
+  : >"$hip_log"
+  # run_hip <VAR=VALUE or -> <layout> [args...]: one layout, appended to hip_log.
+  run_hip() {
+    local extra=$1 layout=$2
+    shift 2
+    local out="$BUILD/hip-last.log"
+    local envs=("HETCCL_HIP_LIBRARY=$hip_rt" "HETCCL_RCCL_LIBRARY=$hip_rccl" "HETCCL_TEST_HIP_MARKER_IMAGE=0")
+    [ "$hip_images" = marker ] && envs[2]=HETCCL_TEST_HIP_MARKER_IMAGE=1
+    [ "$extra" != - ] && envs+=("$extra")
+    echo "### ${envs[*]} test_gpu_collectives --layout $layout $*" >>"$hip_log"
+    env "${envs[@]}" timeout -k 10 300 "$bin/test_gpu_collectives" --layout "$layout" "$@" >"$out" 2>&1
+    local rc=$?
+    cat "$out" >>"$hip_log"
+    local tally
+    tally=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+    if [ $rc -ne 0 ]; then
+      fail "hip over CUDA: ${extra#-} $layout (exit $rc${tally:+, $tally}); first failures:"
+      grep -m 10 'FAIL' "$out" | cut -c1-300 | tee -a "$summary"
+    else
+      say "hip over CUDA: ${extra#-} $layout: ${tally:-no tally line} ($(elapsed))"
+    fi
+  }
+  if [ ! -f "$hip_rt" ] || [ -z "$hip_rccl" ]; then
+    fail "hip over CUDA: $hip_rt not built or no NCCL to stand in for RCCL (set HIP_RCCL)"
+  else
+    run_hip - hip
+    run_hip - hip,host
+    run_hip - cuda:d0,hip:d1
+    run_hip - cuda:d0,hip:d1,host
+    run_hip HETCCL_SHM_WINDOW_BYTES=0 cuda:d0,hip:d1,host
+    run_hip HETCCL_SHM_WINDOW_EPOCH=4K cuda:d0,hip:d1 --counts 1023,65539,1048579
+    if [ "$ngpus" -ge 2 ]; then
+      run_hip - hip:d0,hip:d0
+      run_hip - cuda:d0,cuda:d0,hip:d1,hip:d1
+    fi
+  fi
+  cat "$hip_log" >>"$LOGS/test_gpu_collectives.log"
 fi
 
 # ---- 4. Pass-through parity ----

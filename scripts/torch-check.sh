@@ -13,6 +13,16 @@
 #                  own HetCCL domain (ddp_train.py --domain-per-rank sets
 #                  HETCCL_DOMAIN=d<LOCAL_RANK> per worker, since torchrun gives
 #                  all workers one environment), plus 3 FSDP steps (--fsdp-step);
+#   d. hetccl-2faces (when $BUILD/lib/librccl.so.1, HetCCL's RCCL face, and
+#                  $BUILD/test-tools/stand-in-hip-cuda/libamdhip64.so are
+#                  built; TWO_FACES=0 skips it): backend nccl, even ranks with
+#                  the NCCL face preloaded as cuda ranks, odd ranks with the
+#                  RCCL face preloaded as hip ranks over the stand-in HIP
+#                  runtime over the CUDA driver, NCCL standing in for RCCL
+#                  (tests/gpu/two_faces_worker.sh under torchrun --no-python);
+#                  compared with gloo as b is. It proves the faces agree on
+#                  the wire and the hip kind carries PyTorch's buffers and
+#                  streams; nothing about AMD hardware (docs/AMD.md);
 #   c. only with at least NPROC GPUs (one per rank; NCCL refuses two ranks on
 #      one GPU):
 #      nccl-native backend nccl on PyTorch's own NCCL (nothing preloaded);
@@ -130,6 +140,27 @@ run() {
 
 run gloo 0 --backend gloo
 run hetccl-2dom 1 --backend nccl --domain-per-rank --fsdp-step
+rccl_face=$BUILD/lib/librccl.so.1
+hip_over_cuda=$BUILD/test-tools/stand-in-hip-cuda/libamdhip64.so
+two_faces=0
+if [ "${TWO_FACES:-1}" != 0 ] && [ -f "$rccl_face" ] && [ -f "$hip_over_cuda" ]; then
+  two_faces=1
+  # NCCL standing in for RCCL: the library the NCCL instance takes.
+  rccl_stand_in=${HETCCL_NCCL_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2 / { print $NF; exit }')}
+  json="$OUT/hetccl-2faces.json" log="$OUT/hetccl-2faces.log"
+  rm -f "$json"
+  echo "+ TWO_FACES_RCCL=$rccl_stand_in $TORCHRUN --standalone --nproc-per-node=$NPROC --no-python" \
+    "tests/gpu/two_faces_worker.sh $PYTHON $script --steps $STEPS --out $json --backend nccl" >"$log"
+  TWO_FACES_NCCL_FACE=$face TWO_FACES_RCCL_FACE=$(cd "$BUILD/lib" && pwd)/librccl.so.1 \
+    TWO_FACES_HIP=$(cd "$(dirname "$hip_over_cuda")" && pwd)/libamdhip64.so TWO_FACES_RCCL=$rccl_stand_in \
+    timeout -k 15 "$TIMEOUT" "$TORCHRUN" --standalone --nproc-per-node="$NPROC" --no-python \
+    tests/gpu/two_faces_worker.sh "$PYTHON" "$script" --steps "$STEPS" --out "$json" --backend nccl >>"$log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { fail "hetccl-2faces: exit $rc; the end of $log:"; grep -v '^\s*$' "$log" | tail -n 15 | cut -c1-300 | sed 's/^/    /' | tee -a "$summary"; }
+  if [ -f "$json" ]; then say "hetccl-2faces: result written, exit $rc ($(elapsed))"; else fail "hetccl-2faces: no result ($json)"; fi
+else
+  say "# hetccl-2faces skipped: TWO_FACES=0, or $rccl_face or $hip_over_cuda not built"
+fi
 if [ "$ngpus" -ge "$NPROC" ]; then
   run nccl-native 0 --backend nccl
   run hetccl-1dom 1 --backend nccl
@@ -141,10 +172,10 @@ fi
 
 # The comparisons: prints the table and the verdicts; exits with the number
 # of failures (a crash of the script itself counts as at least one).
-"$PYTHON" - "$OUT" "$passthrough" <<'EOF' 2>&1 | tee -a "$summary"
+"$PYTHON" - "$OUT" "$passthrough" "$two_faces" <<'EOF' 2>&1 | tee -a "$summary"
 import json, math, os, sys
 
-out, passthrough = sys.argv[1], sys.argv[2] == "1"
+out, passthrough, two_faces = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 failures = []
 
 
@@ -169,7 +200,8 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-names = ["gloo", "hetccl-2dom"] + (["nccl-native", "hetccl-1dom"] if passthrough else [])
+names = (["gloo", "hetccl-2dom"] + (["hetccl-2faces"] if two_faces else []) +
+         (["nccl-native", "hetccl-1dom"] if passthrough else []))
 runs = {n: load(n) for n in names}
 print("")
 print("%-12s %-7s %5s %-7s %6s %9s %9s %12s %8s %6s %5s" % (
@@ -211,12 +243,15 @@ def ratio(num, den):
     return a / b if a and b else None
 
 
-# b vs a: HetCCL across domains against gloo.
-a, b = runs["gloo"], runs["hetccl-2dom"]
-if a is not None and b is not None:
+# b, d vs a: HetCCL across domains against gloo.
+def against_gloo(name):
+    a, b = runs["gloo"], runs.get(name)
+    if a is None or b is None:
+        return
+
     la, lb = a.get("losses") or [], b.get("losses") or []
     if len(la) != len(lb) or not la:
-        fail("hetccl-2dom vs gloo: %d and %d losses" % (len(lb), len(la)))
+        fail(name + " vs gloo: %d and %d losses" % (len(lb), len(la)))
     else:
         rel = [abs(y - x) / max(1.0, abs(x)) for x, y in zip(la, lb)]
         worst = max(range(len(rel)), key=lambda i: rel[i])
@@ -224,16 +259,22 @@ if a is not None and b is not None:
         ga, gb = a.get("avg_losses") or [], b.get("avg_losses") or []
         avg_rel = max((abs(y - x) / max(1.0, abs(x)) for x, y in zip(ga, gb)), default=float("nan"))
         exact = sum(1 for x, y in zip(la, lb) if x == y)
-        print("hetccl-2dom vs gloo: rank 0's loss, max relative difference %.3g (step %d: %.7g vs %.7g), "
+        print(name + " vs gloo: rank 0's loss, max relative difference %.3g (step %d: %.7g vs %.7g), "
               "%d of %d steps equal; averaged loss: max relative difference %.3g"
               % (rel[worst], worst, lb[worst], la[worst], exact, len(la), avg_rel))
         if bad:
-            fail("hetccl-2dom vs gloo: %d steps beyond 1e-3 * max(1, |loss|), first at step %d" % (len(bad), bad[0]))
+            fail(name + " vs gloo: %d steps beyond 1e-3 * max(1, |loss|), first at step %d" % (len(bad), bad[0]))
         else:
-            print("hetccl-2dom vs gloo: PASS (every step within 1e-3 * max(1, |loss|))")
+            print(name + " vs gloo: PASS (every step within 1e-3 * max(1, |loss|))")
     q = ratio(b, a)
-    print("hetccl-2dom vs gloo: tokens/s ratio %s (aim >= 5: %s)"
+    print(name + " vs gloo: tokens/s ratio %s (aim >= 5: %s)"
           % (fmt(q, ".2f"), "-" if q is None else ("met" if q >= 5 else "not met")))
+
+
+a, b = runs["gloo"], runs["hetccl-2dom"]
+against_gloo("hetccl-2dom")
+if two_faces:
+    against_gloo("hetccl-2faces")
 if b is not None:
     if "fsdp_losses" in b:
         fl = b["fsdp_losses"]

@@ -89,7 +89,10 @@ struct hetccl_device_ops {
    * device) memory, addressed by its device address. can_wait_value says
    * whether the device supports them. wait_value32 blocks later work on the
    * stream until the condition holds (HETCCL_WAIT_GEQ: (int32_t)(*addr -
-   * value) >= 0, so counters may wrap; HETCCL_WAIT_EQ: *addr == value).
+   * value) >= 0 on cuda, but *addr >= value unsigned on hip, whose runtime
+   * has no wrap-around comparison: callers keep the values they wait for
+   * below 2^31 plus a lane, where both agree (exec/window.c restarts its
+   * counters); HETCCL_WAIT_EQ: *addr == value).
    * write_value32 writes after all earlier work of the stream, with a
    * system-scope fence before the write. */
   int (*can_wait_value)(int device);

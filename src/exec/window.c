@@ -35,6 +35,7 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
   win->dev = dev;
   win->device = device;
   win->grow_max = ops->lane_open ? win->w.grow_max : 0;
+  win->epoch = hetccl_params()->shm_window_epoch;
   lane_init(&win->tx[0], win->w.tx_data, win->w.data_bytes, win->w.tx_produced, win->w.tx_consumed, win->w.base);
   lane_init(&win->rx[0], win->w.rx_data, win->w.data_bytes, win->w.rx_produced, win->w.rx_consumed, win->w.base);
   atomic_store(&win->ntx, 1);
@@ -161,9 +162,12 @@ static void *dev_addr(const struct hetccl_dlane *l, const void *host) {
 
 static uint32_t units(uint64_t virt) { return (uint32_t)(virt / WIN_UNIT); }
 
-/* The counter behind `host` has reached `value` already (it only grows, so
- * a wait for it would pass): the wait can be left out. */
-static int reached(_Atomic uint32_t *host, uint32_t value) {
+/* The counter behind `host` has reached `value` already (it only grows
+ * within an epoch, so a wait for it would pass): the wait can be left out.
+ * Once the lane's counters have restarted, an old value the host reads
+ * could pass for a new one: every wait is then enqueued. */
+static int reached(const struct hetccl_dlane *l, _Atomic uint32_t *host, uint32_t value) {
+  if (atomic_load_explicit(&l->restarted, memory_order_relaxed)) return 0;
   return (int32_t)(atomic_load_explicit(host, memory_order_acquire) - value) >= 0;
 }
 
@@ -179,15 +183,62 @@ static void add_write(const struct hetccl_dlane *l, _Atomic uint32_t *counter, u
  * the lane's `need` remembers it for the watch on another thread. */
 static void add_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_memop32 *ops,
                      int *nops) {
-  if (reached(counter, value)) return;
+  if (reached(l, counter, value)) return;
   ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, counter), .value = value, .wait = 1,
                                            .cond = HETCCL_WAIT_GEQ};
   atomic_store_explicit(&l->need, value, memory_order_release);
 }
 
+/* A wait for `counter` == value, always enqueued (the restart handshake). */
+static void add_wait_eq(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_memop32 *ops,
+                        int *nops) {
+  ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, counter), .value = value, .wait = 1,
+                                           .cond = HETCCL_WAIT_EQ};
+  atomic_store_explicit(&l->need, value, memory_order_release);
+}
+
+/*
+ * Counter restart. The counters must never wrap: HIP's GEQ wait compares
+ * unsigned (a counter that wrapped to a small value would never satisfy a
+ * wait for a large one), so when a lane's next chunk would end past the
+ * epoch, both ends restart the lane's virtual stream at 0, each on its own
+ * stream, in the order both derive from the sizes alone:
+ *   sender:   wait consumed >= old end (the receiver has read everything);
+ *             write produced = 0; wait consumed == 0 (the receiver's answer)
+ *   receiver: wait produced == 0 (the sender has seen everything read);
+ *             write consumed = 0
+ * The receiver's GEQ waits for new data come after its EQ wait, so the old
+ * produced value cannot satisfy them; the sender's next room wait comes
+ * after consumed was reset, and the receiver writes consumed again only
+ * after new data, which the sender sends only after the answer. Once per
+ * HETCCL_SHM_WINDOW_EPOCH bytes (512 GiB) per lane and direction. The EQ
+ * waits are not released by hetccl_dwin_release (it advances counters):
+ * an abort while a handshake waits for a dead peer leaves that stream
+ * waiting.
+ */
+static void restart_tx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *nops) {
+  add_wait(l, l->consumed, units(l->end), ops, nops);
+  add_write(l, l->produced, 0, ops, nops);
+  add_wait_eq(l, l->consumed, 0, ops, nops);
+  atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
+  l->end = 0;
+}
+
+static void restart_rx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *nops) {
+  add_wait_eq(l, l->produced, 0, ops, nops);
+  add_write(l, l->consumed, 0, ops, nops);
+  atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
+  l->end = 0;
+}
+
+/* Whether a chunk of `n` bytes placed after the lane's end passes the epoch. */
+static int past_epoch(const struct hetccl_dwin *win, const struct hetccl_dlane *l, size_t n) {
+  return l->end > 0 && place(l, l->end, n) + round_up(n, WIN_UNIT) > win->epoch;
+}
+
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream) {
   const struct hetccl_device_ops *dev = win->dev;
-  struct hetccl_memop32 ops[2];
+  struct hetccl_memop32 ops[5];
   int nops = 0;
   struct hetccl_dlane *l;
   if (bytes == 0) return hetcclSuccess;
@@ -196,6 +247,7 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
   size_t chunk = hetccl_dwin_chunk(l->W, l != &win->tx[0], bytes);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
+    if (past_epoch(win, l, n)) restart_tx(l, ops, &nops);
     uint64_t v = place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
     /* Room: everything before end - W has been read by the peer. With
      * chunks of at most W/2 that point is at or before the previous end. */
@@ -231,7 +283,7 @@ static hetcclResult_t landing(struct hetccl_dwin *win, struct hetccl_dlane *l, v
 hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
                                 const hetccl_redop *op, hetcclStream_t stream) {
   const struct hetccl_device_ops *dev = win->dev;
-  struct hetccl_memop32 ops[2];
+  struct hetccl_memop32 ops[5];
   int nops = 0;
   struct hetccl_dlane *l;
   char *land;
@@ -243,6 +295,7 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
   int bounce = a && land == l->bounce;
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
+    if (past_epoch(win, l, n)) restart_rx(l, ops, &nops);
     uint64_t v = place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
     uint8_t *data = l->data + v % l->W;
     add_wait(l, l->produced, units(end), ops, &nops);
@@ -268,7 +321,10 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
 
 void hetccl_dwin_release(struct hetccl_dwin *win) {
   if (!win->present) return;
-  const uint32_t ahead = 1u << 30; /* waits compare with wrap: anything enqueued is behind this */
+  /* Anything enqueued waits for less than this; counters stay below 2^31
+   * plus a lane (the epoch), so adding it wraps nothing, and unsigned (HIP)
+   * and wrap-around (CUDA) waits alike pass. */
+  const uint32_t ahead = 1u << 30;
   int nrx = atomic_load_explicit(&win->nrx, memory_order_acquire);
   int ntx = atomic_load_explicit(&win->ntx, memory_order_acquire);
   for (int i = 0; i < nrx; i++)
@@ -283,9 +339,9 @@ hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {
   int nrx = atomic_load_explicit(&win->nrx, memory_order_acquire);
   int ntx = atomic_load_explicit(&win->ntx, memory_order_acquire);
   for (int i = 0; i < nrx; i++)
-    pending |= !reached(win->rx[i].produced, atomic_load_explicit(&win->rx[i].need, memory_order_acquire));
+    pending |= !reached(&win->rx[i], win->rx[i].produced, atomic_load_explicit(&win->rx[i].need, memory_order_acquire));
   for (int i = 0; i < ntx; i++)
-    pending |= !reached(win->tx[i].consumed, atomic_load_explicit(&win->tx[i].need, memory_order_acquire));
+    pending |= !reached(&win->tx[i], win->tx[i].consumed, atomic_load_explicit(&win->tx[i].need, memory_order_acquire));
   if (!pending) return hetcclSuccess;
   hetcclResult_t rc = win->ops->check_peer ? win->ops->check_peer(win->link) : hetcclSuccess;
   if (rc != hetcclSuccess)

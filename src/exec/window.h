@@ -17,9 +17,13 @@
  * Chunk k of a lane occupies the bytes [v, v + n) of an endless virtual
  * stream (v rounded to 256 bytes; a chunk that would cross the ring's end
  * starts at the next lap), lying at v mod W in the lane. Both counters are
- * the end of a virtual range in units of 256 bytes, truncated to 32 bits
- * (waits compare with wrap), so both ends compute every position from the
- * sizes alone.
+ * the end of a virtual range in units of 256 bytes, so both ends compute
+ * every position from the sizes alone. They never wrap: HIP's stream waits
+ * compare unsigned, without CUDA's wrap-around, so before a lane's virtual
+ * end would pass the epoch (HETCCL_SHM_WINDOW_EPOCH, at most 2^31 units)
+ * both ends restart it from 0 with a handshake on the stream (window.c:
+ * restart_tx, restart_rx), and every counter value stays below 2^31 plus a
+ * lane, where both comparisons agree.
  * The counters are written by device streams (write_value32 fences the data
  * first) and waited on by the peer's streams; nothing on the host takes
  * part, so no host-side stall or device-synchronizing call can hold them up.
@@ -53,6 +57,7 @@ struct hetccl_dlane {
   char *dev_reg;          /* lane 0: NULL until the window is mapped (at first use) */
   uint64_t end;           /* virtual end of the last chunk sent / received (bytes) */
   _Atomic uint32_t need;  /* the counter value the last enqueued wait needs, for the watch */
+  _Atomic int restarted;  /* the counters restarted once: the host can no longer tell an old value from a new one */
   void *bounce;           /* receiving lanes: device memory of half the ring, for in-place reductions */
   struct hetccl_link_lane seg; /* grown lanes: their shared memory (base NULL for lane 0) */
 };
@@ -65,6 +70,7 @@ struct hetccl_dwin {
   const struct hetccl_device_ops *dev;
   int device;
   size_t grow_max;        /* largest lane (w.grow_max; a test may lower it) */
+  uint64_t epoch;         /* bytes through a lane between counter restarts (HETCCL_SHM_WINDOW_EPOCH; a test may lower it) */
   struct hetccl_dlane tx[HETCCL_DWIN_LANES], rx[HETCCL_DWIN_LANES];
   /* Lanes in use per direction, published to the watch on another thread
    * after each lane is complete. */

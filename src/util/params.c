@@ -43,6 +43,11 @@ static const struct hetccl_setting g_items[] = {
      .help = "write each rank's timeline (Chrome trace JSON) here; %r rank, %p pid, %h host"},
     {.name = "HETCCL_TRACE_EVENTS", .kind = HETCCL_SETTING_INT, .dflt = "262144", .min = 1024, .max = (int64_t)1 << 28,
      AT(trace_events), .help = "events a timeline holds (48 bytes each); later ones are dropped and counted"},
+    /* 2^31 counter units of 256 bytes: counters stay below 2^31 + a lane,
+     * where unsigned (HIP) and wrap-around (CUDA) waits agree (exec/window.c). */
+    {.name = "HETCCL_SHM_WINDOW_EPOCH", .kind = HETCCL_SETTING_BYTES, .dflt = "512G", .min = 4 * KIB,
+     .max = 512 * GIB, .multiple = 256, .agreed = 1, AT(shm_window_epoch),
+     .help = "bytes through a device window lane before its counters restart from 0 (lower only to test)"},
 };
 #undef AT
 

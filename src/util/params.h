@@ -25,6 +25,7 @@ struct hetccl_params {
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
   const char *trace_path;     /* HETCCL_TRACE: "" (off) or where each rank's timeline goes (util/trace.h) */
   int64_t trace_events;       /* HETCCL_TRACE_EVENTS: events a timeline holds */
+  size_t shm_window_epoch;    /* HETCCL_SHM_WINDOW_EPOCH: bytes through a device window lane between counter restarts */
 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */

@@ -11,6 +11,9 @@
  * in order; stream waits spin on host memory; events count records; a module
  * is accepted only from an image starting with STAND_IN_HIP_IMAGE_MARKER,
  * and its kernels run the host reduction (src/device/reduce.h).
+ * hipLaunchHostFunc queues a host function in stream order (the stand-in
+ * RCCL runs its collectives so). A wait compares as HIP's does: the masked
+ * value unsigned, Gte without wrap-around (src/device/hip/README.md).
  *
  * Environment: STAND_IN_HIP_DEVICES (default 2; 0: no GPU, see hipInit),
  * STAND_IN_HIP_ARCH (default "gfx942:sramecc+:xnack-"),
@@ -305,7 +308,7 @@ EXPORT int hipModuleGetFunction(struct kernel **fn, void *module, const char *na
 
 /* ---- streams: one thread each, running their queue in order ---- */
 
-enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH };
+enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH, OP_HOST_FUNC };
 struct op {
   enum op_kind kind;
   void *dst;
@@ -318,6 +321,7 @@ struct op {
   hetcclDataType_t dt;
   hetccl_redop redop;
   int premul;
+  void (*host_fn)(void *);
   struct op *next;
 };
 
@@ -363,6 +367,7 @@ static void run(struct op *o) {
       else
         hetccl_host_prepare(o->dst, o->src, o->bytes, o->dt, &o->redop);
       break;
+    case OP_HOST_FUNC: o->host_fn(o->dst); break;
     case OP_FINISH:
       if (o->dst != o->src) memmove(o->dst, o->src, o->bytes * hetccl_type_size(o->dt));
       hetccl_host_finish(o->dst, o->bytes, o->dt, &o->redop);
@@ -491,6 +496,14 @@ EXPORT int hipStreamWaitEvent(struct ihipStream_t *s, struct ihipEvent_t *e, uns
   if (flags) return E_INVALID_VALUE;
   uint64_t seq = __atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE);
   return enqueue(s, &(struct op){.kind = OP_WAIT_EVENT, .event = e, .seq = seq});
+}
+
+/* HIP's hipLaunchHostFunc (ROCm 5.3+; the hip kind does not use it): the
+ * stand-in RCCL (tests/abi/stand_in_ccl_shm.c) runs its collectives through
+ * it, so they take their place in the stream's order as RCCL's kernels do. */
+EXPORT int hipLaunchHostFunc(struct ihipStream_t *s, void (*fn)(void *), void *arg) {
+  if (!fn) return E_INVALID_VALUE;
+  return enqueue(s, &(struct op){.kind = OP_HOST_FUNC, .host_fn = fn, .dst = arg});
 }
 
 /* The argument lists of src/device/kernels' contract. */

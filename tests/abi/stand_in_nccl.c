@@ -12,25 +12,22 @@
  * libquirkynccl.so.7) for tests/unit/test_nccl_flavor.c: a library of
  * another name spelling all-to-all as RCCL does (ncclAllToAll, plus
  * ncclAllToAllv) instead of NCCL's ncclAlltoAll, with its own version.
- * There the calls a one-rank communicator needs succeed without doing
- * anything (unique id, init, destroy, groups, send/receive, all-to-all)
- * and are counted: stand_in_calls("ncclSend") says how often each ran.
+ * There some calls are counted (unique id, init, destroy, groups,
+ * send/receive, all-to-all): stand_in_calls("ncclSend") says how often
+ * each ran.
  * The same build is also test-tools/stand-in-rccl/librccl.so.1, the
  * stand-in AMD RCCL of tests/unit/test_rccl_instance.c and
  * tests/abi/rccl_face_test.c (stand_in_self_calls: RCCL calling its own
  * exported names).
  *
- * On a one-rank communicator the quirky build also moves the data of every
- * collective (tests/scripts/test_hip_collectives.sh runs the collective
- * matrix on hip ranks over it): AllReduce, Reduce, Broadcast, AllGather,
- * ReduceScatter, AllToAll(v) copy sendbuff to recvbuff, and a Send to self
- * meets its Recv (in either order). The copy is queued on the caller's
- * stream with hipMemcpyAsync of the HIP runtime already loaded
- * (HETCCL_HIP_LIBRARY, RTLD_NOLOAD: the stand-in HIP runtime, whose device
- * memory is host memory), else done at once. Nothing moves between
- * processes: ncclCommInitRank of more than one rank fails. Reductions
- * other than copies (PreMulSum) are refused: HetCCL scales one-rank
- * premuls itself.
+ * The quirky build moves data for real (tests/scripts/test_hip_collectives.sh
+ * runs the collective matrix on hip domains of one and several ranks over
+ * it): communicators, groups and every collective the rccl instance calls
+ * (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send/Recv,
+ * AllToAll, AllToAllv; Sum, Prod, Max, Min, Avg, PreMulSum; every type)
+ * go to the shared-memory engine of stand_in_ccl_shm.c, which runs each
+ * group in the stream's order through the loaded HIP runtime's
+ * hipLaunchHostFunc.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -70,63 +67,8 @@ int stand_in_calls(const char *name) {
 
 
 #ifdef STAND_IN_QUIRKY
-/* NCCL's data types by value: ncclInt8 .. ncclFloat8e5m2. */
-static size_t type_size(int dt) {
-  static const unsigned char sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return dt >= 0 && dt < (int)sizeof sizes ? sizes[dt] : 0;
-}
-
-typedef int (*memcpy_async_fn)(void *dst, const void *src, size_t bytes, int kind, void *stream);
-
-/* hipMemcpyAsync of the HIP runtime the process already loaded, if any. */
-static memcpy_async_fn hip_memcpy_async(void) {
-  static memcpy_async_fn fn;
-  static int looked;
-  if (!looked) {
-    const char *path = getenv("HETCCL_HIP_LIBRARY");
-    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    fn = lib ? (memcpy_async_fn)dlsym(lib, "hipMemcpyAsync") : NULL;
-    looked = 1;
-  }
-  return fn;
-}
-
-/* recv = send, `count` elements, in stream order on `st`. */
-static int move(void *recv, const void *send, size_t count, int dt, void *st) {
-  size_t bytes = count * type_size(dt);
-  if (!type_size(dt)) return INVALID_USAGE;
-  if (!bytes || recv == send) return 0;
-  if (!recv || !send) return INVALID_USAGE;
-  memcpy_async_fn cp = hip_memcpy_async();
-  if (cp) return cp(recv, send, bytes, 4 /* hipMemcpyDefault */, st) == 0 ? 0 : INVALID_USAGE;
-  memmove(recv, send, bytes);
-  return 0;
-}
-
-/* A Send to self waiting for its Recv, or the reverse. */
-static struct {
-  int pending; /* 0 none, 1 a send, 2 a recv */
-  const void *send;
-  void *recv;
-  size_t count;
-  int dt;
-} g_p2p;
-
-static int self_p2p(int is_send, const void *send, void *recv, size_t count, int dt, void *st) {
-  if (g_p2p.pending == (is_send ? 2 : 1) && g_p2p.count == count && g_p2p.dt == dt) {
-    g_p2p.pending = 0;
-    return move(is_send ? g_p2p.recv : recv, is_send ? send : g_p2p.send, count, dt, st);
-  }
-  g_p2p.pending = is_send ? 1 : 2;
-  g_p2p.send = send;
-  g_p2p.recv = recv;
-  g_p2p.count = count;
-  g_p2p.dt = dt;
-  return 0;
-}
-#define MOVE(r, s, n, dt, st) return move(r, s, n, dt, st)
-#else
-#define MOVE(r, s, n, dt, st) return ((void)(r), (void)(s), (void)(n), (void)(dt), (void)(st), INVALID_USAGE)
+#include "stand_in_ccl_shm.h"
+#define COMM(c) ((struct si_comm *)(c))
 #endif
 
 typedef void *comm_t;
@@ -143,7 +85,7 @@ int ncclGetVersion(int *version) {
 const char *ncclGetErrorString(int result) {
   (void)result;
 #ifdef STAND_IN_QUIRKY
-  return "stand-in NCCL (a HetCCL test tool): refused (it moves data on one-rank communicators only)";
+  return "stand-in RCCL/NCCL (a HetCCL test tool): refused";
 #else
   return "stand-in NCCL (a HetCCL test tool): it runs nothing";
 #endif
@@ -154,110 +96,68 @@ const char *ncclGetLastError(comm_t comm) {
   return "stand-in NCCL (a HetCCL test tool)";
 }
 
-int ncclGetUniqueId(unique_id_t *id) {
-  (void)id;
-  CALL(ncclGetUniqueId);
-}
+#ifdef STAND_IN_QUIRKY
+/* Counted, then done by the engine (stand_in_ccl_shm.c). */
+#define COUNTED(name, expr) return counted(#name) ? INVALID_USAGE : (expr)
+
+int ncclGetUniqueId(unique_id_t *id) { COUNTED(ncclGetUniqueId, si_unique_id(id->internal)); }
 
 int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
-  (void)nranks, (void)id, (void)rank;
-#ifdef STAND_IN_QUIRKY
-  if (nranks != 1 || rank != 0) return INVALID_USAGE; /* nothing moves between processes: one rank only */
-  if (comm) *comm = (comm_t)g_calls; /* any handle but NULL */
-#else
-  (void)comm;
-#endif
-  CALL(ncclCommInitRank);
+  struct si_comm *c = NULL;
+  if (counted("ncclCommInitRank")) return INVALID_USAGE;
+  int rc = si_comm_init(&c, nranks, id.internal, rank);
+  if (rc == 0) *comm = c;
+  return rc;
 }
 
-int ncclCommDestroy(comm_t comm) {
-  (void)comm;
-  CALL(ncclCommDestroy);
-}
+int ncclCommDestroy(comm_t comm) { COUNTED(ncclCommDestroy, si_comm_destroy(COMM(comm))); }
 
 int ncclCommGetAsyncError(comm_t comm, int *error) {
-  (void)comm;
-  *error = 0;
-#ifdef STAND_IN_QUIRKY
+  *error = si_comm_async_error(COMM(comm));
   return 0;
-#else
-  return INVALID_USAGE;
-#endif
 }
 
-int ncclGroupStart(void) { CALL(ncclGroupStart); }
-int ncclGroupEnd(void) { CALL(ncclGroupEnd); }
+int ncclGroupStart(void) { COUNTED(ncclGroupStart, si_group_start()); }
+int ncclGroupEnd(void) { COUNTED(ncclGroupEnd, si_group_end()); }
 
 int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
-  (void)op, (void)c;
-  MOVE(r, s, n, dt, st);
+  return si_coll(COMM(c), SI_ALLREDUCE, s, r, n, dt, op, 0, st);
 }
-
 int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t c, stream_t st) {
-  (void)root, (void)c;
-  MOVE(r, s, n, dt, st);
+  return si_coll(COMM(c), SI_BROADCAST, s, r, n, dt, 0, root, st);
 }
-
 int ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t c, stream_t st) {
-  (void)op, (void)root, (void)c;
-  MOVE(r, s, n, dt, st);
+  return si_coll(COMM(c), SI_REDUCE, s, r, n, dt, op, root, st);
 }
-
 int ncclAllGather(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
-  (void)c;
-  MOVE(r, s, n, dt, st);
+  return si_coll(COMM(c), SI_ALLGATHER, s, r, n, dt, 0, 0, st);
 }
-
 int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
-  (void)op, (void)c;
-  MOVE(r, s, n, dt, st);
+  return si_coll(COMM(c), SI_REDUCESCATTER, s, r, n, dt, op, 0, st);
 }
-
 int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) {
-  (void)s, (void)n, (void)dt, (void)peer, (void)c, (void)st;
-#ifdef STAND_IN_QUIRKY
-  if (counted("ncclSend")) return INVALID_USAGE;
-  return self_p2p(1, s, NULL, n, dt, st);
-#else
-  CALL(ncclSend);
-#endif
+  COUNTED(ncclSend, si_p2p(COMM(c), 1, (void *)s, n, dt, peer, st));
 }
-
 int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) {
-  (void)r, (void)n, (void)dt, (void)peer, (void)c, (void)st;
-#ifdef STAND_IN_QUIRKY
-  if (counted("ncclRecv")) return INVALID_USAGE;
-  return self_p2p(0, NULL, r, n, dt, st);
-#else
-  CALL(ncclRecv);
-#endif
+  COUNTED(ncclRecv, si_p2p(COMM(c), 0, r, n, dt, peer, st));
 }
-
+/* residence: ncclScalarDevice 0, ncclScalarHostImmediate 1; "device"
+ * memory is host memory here, so both read the scalar now. */
 int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) {
-  (void)op, (void)scalar, (void)dt, (void)residence, (void)c;
-  return INVALID_USAGE;
+  return residence == 0 || residence == 1 ? si_redop_create(COMM(c), op, scalar, dt) : INVALID_USAGE;
 }
+int ncclRedOpDestroy(int op, comm_t c) { return si_redop_destroy(COMM(c), op); }
 
-int ncclRedOpDestroy(int op, comm_t c) {
-  (void)op, (void)c;
-  return INVALID_USAGE;
-}
-
-#ifdef STAND_IN_QUIRKY
+/* stand_in_self_calls passes no buffers: counted only. */
 int ncclAllToAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
-  (void)c;
   if (counted("ncclAllToAll")) return INVALID_USAGE;
-  return s && r ? move(r, s, n, dt, st) : 0; /* stand_in_self_calls passes no buffers */
+  return s && r ? si_coll(COMM(c), SI_ALLTOALL, s, r, n, dt, 0, 0, st) : 0;
 }
 
 int ncclAllToAllv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc, const size_t *rd, int dt,
                   comm_t c, stream_t st) {
-  (void)c;
   if (counted("ncclAllToAllv")) return INVALID_USAGE;
-  if (!s || !r) return 0; /* stand_in_self_calls passes no buffers */
-  size_t esz = type_size(dt);
-  if (sc[0] != rc[0]) return INVALID_USAGE;
-  return move((char *)r + rd[0] * esz, (const char *)s + sd[0] * esz, sc[0], dt, st);
+  return s && r ? si_alltoallv(COMM(c), s, sc, sd, r, rc, rd, dt, st) : 0;
 }
 
 /* RCCL calls its own exported names through the dynamic linker: this does
@@ -270,8 +170,42 @@ int stand_in_self_calls(void) {
   return a != 0 ? a : b;
 }
 #else
-int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) {
-  (void)s, (void)r, (void)n, (void)dt, (void)c, (void)st;
+int ncclGetUniqueId(unique_id_t *id) {
+  (void)id;
+  CALL(ncclGetUniqueId);
+}
+int ncclCommInitRank(comm_t *comm, int nranks, unique_id_t id, int rank) {
+  (void)comm, (void)nranks, (void)id, (void)rank;
+  CALL(ncclCommInitRank);
+}
+int ncclCommDestroy(comm_t comm) {
+  (void)comm;
+  CALL(ncclCommDestroy);
+}
+int ncclCommGetAsyncError(comm_t comm, int *error) {
+  (void)comm;
+  *error = 0;
   return INVALID_USAGE;
 }
+int ncclGroupStart(void) { CALL(ncclGroupStart); }
+int ncclGroupEnd(void) { CALL(ncclGroupEnd); }
+static int refused(int unused, ...) {
+  (void)unused;
+  return INVALID_USAGE;
+}
+#define REFUSED(...) return refused(0, __VA_ARGS__)
+int ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) { REFUSED(s, r, n, dt, op, c, st); }
+int ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, comm_t c, stream_t st) { REFUSED(s, r, n, dt, root, c, st); }
+int ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, comm_t c, stream_t st) {
+  REFUSED(s, r, n, dt, op, root, c, st);
+}
+int ncclAllGather(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) { REFUSED(s, r, n, dt, c, st); }
+int ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, comm_t c, stream_t st) {
+  REFUSED(s, r, n, dt, op, c, st);
+}
+int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) { REFUSED(s, n, dt, peer, c, st); }
+int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) { REFUSED(r, n, dt, peer, c, st); }
+int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) { REFUSED(op, scalar, dt, residence, c); }
+int ncclRedOpDestroy(int op, comm_t c) { REFUSED(op, c); }
+int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) { REFUSED(s, r, n, dt, c, st); }
 #endif

@@ -57,10 +57,13 @@
 #include "gpu_layout.h"
 #include "ht.h"
 
-#ifdef HETCCL_TEST_STAND_IN_HIP
-/* Built as test-tools/hip_collectives (tests/abi): hip ranks run over the
- * stand-in HIP runtime, which takes only its own marker image as a code
- * object and runs the kernels as their host builds. */
+/* Hip ranks over a stand-in HIP runtime (test tools): built as
+ * test-tools/hip_collectives (tests/abi, HETCCL_TEST_STAND_IN_HIP) the CI
+ * stand-in, which takes only its own marker image as a code object and runs
+ * the kernels as their host builds; in the GPU build, with
+ * HETCCL_TEST_HIP_MARKER_IMAGE=1, the stand-in over the CUDA driver
+ * (tests/abi/stand_in_hip_cuda.c), which loads the CUDA kernels for the
+ * marker, so that a build without the AMD code objects runs too. */
 #include "device/hip/hip_internal.h"
 static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
 static const char *stand_in_archs(void) { return "gfx942"; }
@@ -69,7 +72,14 @@ static const void *stand_in_image(const char *arch, size_t *bytes) {
   return *bytes ? g_stand_in_image : NULL;
 }
 static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+static int use_marker_image(void) {
+#ifdef HETCCL_TEST_STAND_IN_HIP
+  return 1;
+#else
+  const char *v = getenv("HETCCL_TEST_HIP_MARKER_IMAGE");
+  return v && !strcmp(v, "1");
 #endif
+}
 
 enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS };
 
@@ -630,9 +640,7 @@ static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
                                                  : HETCCL_DEVICE_HOST);
   if (!ht_case(ctx, D && D->available(), "the %s device kind is not available", kname)) return -1;
   hetcclResult_t rc = hetcclSuccess;
-#ifdef HETCCL_TEST_STAND_IN_HIP
-  if (kind == GPU_LAYOUT_HIP) hetccl_hip_set_images(&g_stand_in_images);
-#endif
+  if (kind == GPU_LAYOUT_HIP && use_marker_image()) hetccl_hip_set_images(&g_stand_in_images);
   if (gpu) rc = D->set_device(c->device); /* the communicator takes the current device, as NCCL */
   if (gpu && rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
   return ht_case(ctx, rc == hetcclSuccess, "GPU %d and a stream: %s", c->device, hetcclGetLastError(NULL)) ? 0 : -1;

@@ -5,8 +5,9 @@
 # (test-tools/stand-in-rccl/librccl.so.1: HETCCL_RCCL_LIBRARY). Stand-in
 # device memory is host memory, streams are threads running their queue in
 # order, stream waits spin on host memory, kernels run as their host builds
-# (tests/abi/stand_in_hip.c); the stand-in RCCL moves data only within one
-# rank, so every hip domain here has one rank. The driver is
+# (tests/abi/stand_in_hip.c); the stand-in RCCL moves data between the
+# processes of a hip domain through shared memory, in stream order
+# (tests/abi/stand_in_ccl_shm.c), so hip domains of several ranks run. The driver is
 # tests/gpu/test_gpu_collectives.c built as test-tools/hip_collectives
 # (every collective, type and op, in-place and out-of-place, guards
 # checked). Layouts, per ABI:
@@ -16,7 +17,16 @@
 #                         shares a shm device window: host-registered shm,
 #                         stream waits and writes on it)
 #   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through host slots)
-# Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three-domain layout.
+#   hip:d0,hip:d0         one hip domain of two ranks (pass-through to RCCL)
+#   hip:d0,hip:d0,host    a two-rank hip domain beside a host rank (RCCL's
+#                         reduce-scatter / all-gather inside the domain)
+#   hip:d0,hip:d0,hip:d1,host  two hip domains, one of two ranks, and a host
+#                         rank (RCCL, the device window and the links together)
+#   hip:d0,hip:d1,host with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
+#                         restarted with their handshake every 4 KiB)
+# Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three- and four-domain
+# layouts. The multi-rank layouts run on ROCm 6 (the ABI branch is the
+# hip kind's, covered by the one-rank layouts on both).
 # Usage: test_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
 set -u
 build=${1:?usage: $0 <build-dir>}
@@ -29,10 +39,10 @@ if [ ! -x "$bin" ] || [ ! -e "$rccl" ]; then
 fi
 passed=0
 failed=0
-run() { # ABI WINDOW_BYTES COUNTS LAYOUT
+run() { # ABI WINDOW_BYTES COUNTS LAYOUT [VAR=VALUE]
   local hip=$build/test-tools/stand-in-hip-rocm$1/libamdhip64.so out
-  local desc="rocm$1 $4 counts $3${2:+ HETCCL_SHM_WINDOW_BYTES=$2}"
-  if out=$(env HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" ${2:+HETCCL_SHM_WINDOW_BYTES=$2} \
+  local desc="rocm$1 $4 counts $3${2:+ HETCCL_SHM_WINDOW_BYTES=$2}${5:+ $5}"
+  if out=$(env HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" ${2:+HETCCL_SHM_WINDOW_BYTES=$2} ${5:+"$5"} \
       timeout 120 "$bin" --layout "$4" --counts "$3" --timeout 60 2>&1) &&
       grep -q ' passed, 0 failed$' <<<"$out"; then
     passed=$((passed + 1))
@@ -50,5 +60,14 @@ for abi in 5 6; do
   run $abi 0 0,1,7,1023 hip:d0,hip:d1,host
 done
 run 6 "" 65539 hip:d0,hip:d1,host
+run 6 "" 0,1,7,1023 hip:d0,hip:d0
+run 6 "" 0,1,7,1023 hip:d0,hip:d0,host
+run 6 "" 0,1,7,1023 hip:d0,hip:d0,hip:d1,host
+run 6 0 0,1,7,1023 hip:d0,hip:d0,hip:d1,host
+run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
+# The window counters restart every 4 KiB instead of 512 GiB (exec/window.c:
+# the handshake that keeps them from wrapping, which HIP's unsigned waits,
+# modelled by the stand-in, would not survive).
+run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -11,7 +11,8 @@
  *     when it was called (later records, even ones that complete first, do
  *     not release it), event_query asks whether the last record has run.
  *   - stream_wait_value32 spins on an acquire load with HETCCL_WAIT_GEQ's
- *     wrap (int32_t)(*addr - value) >= 0 or HETCCL_WAIT_EQ;
+ *     wrap (int32_t)(*addr - value) >= 0 (CUDA's; with fs_g.unsigned_waits,
+ *     HIP's *addr >= value, unsigned) or HETCCL_WAIT_EQ;
  *     stream_write_value32 fences, then stores with release.
  *   - Streams sleep 0..fs_g.delay_max_us before some operations and copy or
  *     reduce in pieces in a random order, so a missing wait shows up as
@@ -108,6 +109,7 @@ static struct {
   uint64_t seed;
   atomic_uint next_stream;
   atomic_int delay_pct, delay_max_us;
+  atomic_int unsigned_waits; /* 1: HETCCL_WAIT_GEQ compares unsigned, without wrap, as HIP's does */
 } fs_g FS_UNUSED = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int fs_violations FS_UNUSED;
@@ -340,7 +342,8 @@ static inline void fs_spin(int (*holds)(const struct fs_op *), const struct fs_o
 
 static inline int fs_value_holds(const struct fs_op *op) {
   uint32_t v = atomic_load_explicit(op->word, memory_order_acquire);
-  return op->cond == HETCCL_WAIT_EQ ? v == op->value : (int32_t)(v - op->value) >= 0;
+  if (op->cond == HETCCL_WAIT_EQ) return v == op->value;
+  return atomic_load(&fs_g.unsigned_waits) ? v >= op->value : (int32_t)(v - op->value) >= 0;
 }
 
 static inline int fs_event_done(const struct fs_op *op) { return fs_event_gen_done(op->ev, op->gen); }

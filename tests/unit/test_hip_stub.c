@@ -335,6 +335,34 @@ static void debian_runtime(const char *lib) {
   printf("  %s\n", why);
 }
 
+/* The stand-in HIP over the CUDA driver (for NVIDIA machines) without a
+ * driver: every entry point the kind needs resolves from it, it speaks
+ * ROCm 6's ABI, and with no libcuda it reports no GPU plainly. */
+static void over_cuda_no_driver(const char *lib) {
+  char why[512] = "";
+  check(hetccl_hip_library_opened() != NULL, "the stand-in HIP over CUDA opens");
+  const char *err = hetccl_hip_load_error();
+  check(!contains(err, "lacks"), "every entry point the hip kind needs resolves from it");
+  if (err[0]) printf("  %s\n", err);
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  const char *optional[] = {"hipStreamWaitValue32", "hipStreamWriteValue32", "hipStreamIsCapturing",
+                            "hipGetDevicePropertiesR0600"};
+  for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+    char what[128];
+    snprintf(what, sizeof what, "%s resolves in the stand-in over CUDA", optional[i]);
+    check(h && dlsym(h, optional[i]) != NULL, what);
+  }
+  int (*version)(int *) = h ? (int (*)(int *))dlsym(h, "hipRuntimeGetVersion") : NULL;
+  int v = 0;
+  check(version && version(&v) == 0 && v >= HETCCL_HIP_ROCM6_VERSION, "it speaks ROCm 6's ABI");
+  check(hetccl_device_hip.available() == 0, "no CUDA driver: unavailable");
+  check(hetccl_device_desc_hip.probe(why, sizeof why) == 0 && contains(why, "no AMD GPU"),
+        "the probe says there is no GPU");
+  printf("  %s\n", why);
+  void *p = NULL;
+  expect_fail(hetccl_device_hip.mem_alloc(0, 64, &p), hetcclSystemError, "no AMD GPU", "mem_alloc without a driver");
+}
+
 /* HETCCL_HIP_LIBRARY unset: the default names, in order. */
 static void default_search(const char *unused) {
   (void)unused;
@@ -371,6 +399,8 @@ int main(void) {
   } else {
     check(0, "the stand-in HIP runtime was built beside this test");
   }
+  in_child_env("HETCCL_HIP_LIBRARY", HETCCL_TEST_STAND_IN_HIP_CUDA, "HETCCL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1",
+               over_cuda_no_driver, "hip: stand-in over the CUDA driver, no driver");
   in_child_env("HETCCL_HIP_LIBRARY", "/nonexistent/libamdhip64.so", NULL, NULL, no_library, "hip: runtime library missing");
   in_child_env("HETCCL_HIP_LIBRARY", "libm.so.6", NULL, NULL, not_hip, "hip: library is not HIP");
   in_child_env(NULL, NULL, NULL, NULL, default_search, "hip: default library search");

@@ -8,8 +8,10 @@
  * a missing wait, a wrong position or a wrong counter value shows up as
  * wrong data, a counter that differs from the design (window.h), or a hang.
  * Cases: the fake itself; sends and receives (plain and reducing) of many
- * sizes in both directions at once, then again across the counters' 32-bit
- * wrap, with lane 0 only and with windows that grow lanes; lanes (flow in
+ * sizes in both directions at once, then again from just before the
+ * counters' 32-bit wrap with HIP's unsigned waits (the counters restart
+ * past the epoch, with their handshake), with lane 0 only and with windows
+ * that grow lanes; lanes (flow in
  * a grown lane, reuse of the largest, the lane limit, release, names
  * removed from /dev/shm); flow control with a receiver held back;
  * hetccl_dwin_release after
@@ -168,6 +170,10 @@ static const struct {
 /* ---- the design's model of lanes and positions (window.h): both ends compute them from sizes alone ---- */
 
 /* The virtual end after a transfer of `bytes` that follows `end` in a lane of W bytes. */
+/* The counters' epoch (HETCCL_SHM_WINDOW_EPOCH's default): a chunk that
+ * would end past it starts the lane again at 0 (window.c, restart_tx/rx). */
+#define EPOCH ((uint64_t)512 << 30)
+
 static uint64_t model_end_in(uint64_t W, int grown, uint64_t end, size_t bytes) {
   size_t chunk = hetccl_link_chunk(bytes);
   if (grown) /* HETCCL_DWIN_LANE_CHUNKS chunks of whole MiB */
@@ -176,6 +182,7 @@ static uint64_t model_end_in(uint64_t W, int grown, uint64_t end, size_t bytes) 
   for (size_t off = 0; off < bytes; off += chunk) {
     uint64_t n = round_up(hetccl_chunk_len(bytes, off, chunk), UNIT), v = round_up(end, UNIT);
     if (v % W + n > W) v = round_up(v, W);
+    if (end > 0 && v + n > EPOCH) v = 0;
     end = v + n;
   }
   return end;
@@ -468,11 +475,14 @@ static void traffic_case(size_t max) {
   hetcclStream_t ss[2] = {stream_new(0), stream_new(1)}, rs[2] = {stream_new(0), stream_new(1)};
   struct model expect[2];
   if (!wpair_open_max(&p, max, expect)) goto out;
+  CHECK(p.w[0].epoch == EPOCH && p.w[1].epoch == EPOCH, "the windows' epoch is not HETCCL_SHM_WINDOW_EPOCH's default");
   traffic_round(&p, ss, rs, expect);
-  /* Again from just before the counters' 32-bit wrap: positions are virtual
-   * (64-bit) but counters truncate, so waits must compare with wrap. Both
-   * ends agree that everything up to X crossed every lane so far, as if
-   * 1 TiB had. */
+  /* Again from just before the counters' 32-bit wrap, with HIP's waits
+   * (unsigned, no wrap-around): past the epoch, so the first chunk through
+   * each lane restarts its counters from 0 with the handshake; a counter
+   * that wrapped instead would never satisfy a wait for a large value.
+   * Both ends agree that everything up to X crossed every lane so far. */
+  atomic_store(&fs_g.unsigned_waits, 1);
   uint64_t X = ((uint64_t)1 << 32) * UNIT - 3 * WIN;
   for (int from = 0; from < 2; from++)
     for (int i = 0; i < expect[from].n && i < atomic_load(&p.w[from].ntx); i++) {
@@ -481,8 +491,11 @@ static void traffic_case(size_t max) {
       atomic_store(p.w[from].tx[i].consumed, units(X));
     }
   traffic_round(&p, ss, rs, expect);
-  CHECK(expect[0].end[0] > ((uint64_t)1 << 32) * UNIT && expect[1].end[0] > ((uint64_t)1 << 32) * UNIT,
-        "the second round did not cross the wrap");
+  atomic_store(&fs_g.unsigned_waits, 0);
+  CHECK(expect[0].end[0] < X && expect[1].end[0] < X, "the second round did not restart the counters");
+  for (int s = 0; s < 2; s++)
+    CHECK(atomic_load(&p.w[s].tx[0].restarted) && atomic_load(&p.w[s].rx[0].restarted),
+          "side %d's lane 0 did not restart", s);
   CHECK(max == WIN || (expect[0].n > 1 && expect[1].n > 1), "no lane grew with transfers up to 1 MiB");
 out:
   streams_done(ss, 2);
@@ -1231,7 +1244,7 @@ int main(int argc, char **argv) {
     void (*fn)(void);
   } cases[] = {
       {"fake device: wrap, EQ, events by generation", case_fake},
-      {"window traffic both ways, all sizes, then across the wrap", case_traffic},
+      {"window traffic both ways, all sizes, then a counter restart", case_traffic},
       {"the same with windows that grow lanes", case_traffic_lanes},
       {"lanes: flow, reuse, the limit, release, names removed", case_lanes},
       {"flow control: sender stalls at one window", case_flow},

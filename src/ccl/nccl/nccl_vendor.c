@@ -17,7 +17,13 @@
  * anything else (a domain inside a larger communicator) is a sum followed
  * by HetCCL's own division kernel on the same stream. NCCL has no PreMulSum
  * or Avg for fp8: an fp8 AllReduce with premul scales into recvbuff with
- * HetCCL's kernel and sums there; other fp8 premul collectives are refused.
+ * HetCCL's kernel and sums there; an fp8 Reduce or ReduceScatter with
+ * premul scales its input into device scratch memory kept by the
+ * communicator (grown when a larger call comes; the next call's stream
+ * waits for an event after the last one that read it) and sums from there.
+ * Found by the stand-in RCCL's first multi-rank hip domain beside a host
+ * rank: AllReduce across domains runs the domain's reduce-scatter with the
+ * premul, and a refusal there left the other domains' ranks waiting.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +42,13 @@ struct nccl_vcomm {
   int rank, nranks, device;
   ncclRedOp_t *made;  /* PreMulSum operators made for the current group */
   int nmade, made_cap;
+  /* fp8 inputs scaled by HetCCL's kernel before an NCCL sum (NCCL has no
+   * fp8 PreMulSum): device memory kept for the next call, and an event
+   * after the last call that read it, which the next one waits for. */
+  char *scratch;
+  size_t scratch_bytes, scratch_used;
+  void *scratch_done;
+  int scratch_recorded;
 };
 
 #define NCCL_TRY(vc, call, what)                                                     \
@@ -123,7 +136,7 @@ static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *
     return hetccl_error(hetcclInternalError, "%s vendor: premul and postdiv together", vc->flavor->title);
   if (r->premul) {
     if (fp8(op->dtype))
-      return hetccl_error(hetcclInvalidArgument, "%s supports no PreMulSum or Avg for fp8 %s (AllReduce only is emulated)",
+      return hetccl_error(hetcclInvalidArgument, "%s supports no PreMulSum or Avg for fp8 %s (HetCCL emulates AllReduce, Reduce and ReduceScatter)",
                           vc->flavor->title, hetccl_coll_name(op->coll));
     if (scalar_is_avg(vc, op->dtype, r->scalar)) {
       *out = NCCL_OP_AVG;
@@ -157,14 +170,71 @@ static int multi_call(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
 }
 
 /* HetCCL's own element-wise kernel on the op's stream (dst = A(src) or
- * finish(src)), in the rank's device context whatever thread calls run(). */
-static hetcclResult_t kernel_on_device(struct nccl_vcomm *vc, void *dst, const void *src, const struct hetccl_op *op,
-                                       unsigned flags) {
+ * finish(src)) over `count` elements, in the rank's device context
+ * whatever thread calls run(). */
+static hetcclResult_t kernel_count(struct nccl_vcomm *vc, void *dst, const void *src, size_t count,
+                                   const struct hetccl_op *op, unsigned flags) {
   const struct hetccl_device_ops *dev = vc->flavor->device;
   HETCCL_TRY(dev->ctx_push(vc->device));
-  hetcclResult_t rc = dev->reduce(dst, src, NULL, op->count, op->dtype, &op->redop, flags, op->stream);
+  hetcclResult_t rc = dev->reduce(dst, src, NULL, count, op->dtype, &op->redop, flags, op->stream);
   hetcclResult_t pop = dev->ctx_pop();
   return rc != hetcclSuccess ? rc : pop;
+}
+
+/* Whether HetCCL scales the op's input into scratch memory for an NCCL sum
+ * (fp8 premul Reduce and ReduceScatter; AllReduce scales into recvbuff). */
+static int scaled_in_scratch(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
+  return op->redop.premul && fp8(op->dtype) && vc->nranks > 1 &&
+         (op->coll == HETCCL_COLL_REDUCE || op->coll == HETCCL_COLL_REDUCESCATTER);
+}
+
+/* The elements of the op's input scaled in scratch memory (0: none). */
+static size_t scratch_count(const struct nccl_vcomm *vc, const struct hetccl_op *op) {
+  if (!scaled_in_scratch(vc, op)) return 0;
+  if (op->coll == HETCCL_COLL_REDUCE) return op->count;
+  if (op->coll == HETCCL_COLL_REDUCESCATTER) return op->count * (size_t)vc->nranks;
+  return 0;
+}
+
+/* Room for the group's scaled inputs, and its stream ordered after the
+ * previous group that read the scratch memory. */
+static hetcclResult_t scratch_prepare(struct nccl_vcomm *vc, const struct hetccl_op *ops, int nops) {
+  const struct hetccl_device_ops *dev = vc->flavor->device;
+  size_t need = 0;
+  for (int i = 0; i < nops; i++) need += (scratch_count(vc, &ops[i]) * hetccl_type_size(ops[i].dtype) + 255) / 256 * 256;
+  vc->scratch_used = 0;
+  if (!need) return hetcclSuccess;
+  if (need > vc->scratch_bytes) {
+    /* Freeing device memory waits for the work that used it. */
+    if (vc->scratch) HETCCL_TRY(dev->mem_free(vc->device, vc->scratch));
+    vc->scratch = NULL;
+    vc->scratch_bytes = 0;
+    void *p;
+    HETCCL_TRY(dev->mem_alloc(vc->device, need, &p));
+    vc->scratch = p;
+    vc->scratch_bytes = need;
+  }
+  if (!vc->scratch_done) HETCCL_TRY(dev->event_create(vc->device, &vc->scratch_done));
+  if (vc->scratch_recorded) HETCCL_TRY(dev->stream_wait_event(ops[0].stream, vc->scratch_done));
+  return hetcclSuccess;
+}
+
+/* HetCCL scales the op's input into the group's scratch memory. */
+static hetcclResult_t scale_to_scratch(struct nccl_vcomm *vc, const struct hetccl_op *op, const char **scaled) {
+  size_t n = scratch_count(vc, op), bytes = n * hetccl_type_size(op->dtype);
+  if (!bytes) {
+    *scaled = op->sendbuff;
+    return hetcclSuccess;
+  }
+  char *dst = vc->scratch + vc->scratch_used;
+  vc->scratch_used += (bytes + 255) / 256 * 256;
+  *scaled = dst;
+  return kernel_count(vc, dst, op->sendbuff, n, op, HETCCL_REDUCE_SCALE_A);
+}
+
+static hetcclResult_t kernel_on_device(struct nccl_vcomm *vc, void *dst, const void *src, const struct hetccl_op *op,
+                                       unsigned flags) {
+  return kernel_count(vc, dst, src, op->count, op, flags);
 }
 
 /* Issues the NCCL call(s) of one operation. */
@@ -197,10 +267,20 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
       NCCL_TRY(vc, api->AllReduce(send, recv, op->count, dt, rop, vc->comm, s), "ncclAllReduce");
       return hetcclSuccess;
     case HETCCL_COLL_REDUCE:
+      if (scaled_in_scratch(vc, op)) { /* fp8 premul: HetCCL scales, NCCL sums */
+        HETCCL_TRY(scale_to_scratch(vc, op, &send));
+        NCCL_TRY(vc, api->Reduce(send, recv, op->count, dt, NCCL_OP_SUM, op->root, vc->comm, s), "ncclReduce");
+        return hetcclSuccess;
+      }
       HETCCL_TRY(nccl_redop(vc, op, &rop));
       NCCL_TRY(vc, api->Reduce(send, recv, op->count, dt, rop, op->root, vc->comm, s), "ncclReduce");
       return hetcclSuccess;
     case HETCCL_COLL_REDUCESCATTER:
+      if (scaled_in_scratch(vc, op)) { /* fp8 premul: HetCCL scales, NCCL sums */
+        HETCCL_TRY(scale_to_scratch(vc, op, &send));
+        NCCL_TRY(vc, api->ReduceScatter(send, recv, op->count, dt, NCCL_OP_SUM, vc->comm, s), "ncclReduceScatter");
+        return hetcclSuccess;
+      }
       HETCCL_TRY(nccl_redop(vc, op, &rop));
       NCCL_TRY(vc, api->ReduceScatter(send, recv, op->count, dt, rop, vc->comm, s), "ncclReduceScatter");
       return hetcclSuccess;
@@ -277,6 +357,7 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
     vc->made_cap = nops;
   }
   vc->nmade = 0;
+  HETCCL_TRY(scratch_prepare(vc, ops, nops));
   int grouped = nops > 1 || multi_call(vc, &ops[0]);
   HETCCL_TRACE_BEGIN(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
   if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
@@ -293,6 +374,11 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
   vc->nmade = 0;
   HETCCL_TRACE_END(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
   if (rc != hetcclSuccess) return rc;
+  /* After NCCL's calls (a group enqueues them at its end). */
+  if (vc->scratch_used) {
+    HETCCL_TRY(vc->flavor->device->event_record(vc->scratch_done, ops[0].stream));
+    vc->scratch_recorded = 1;
+  }
   /* Post-division of the result this rank holds, after NCCL's sum. */
   for (int i = 0; i < nops; i++)
     if (needs_post_division(vc, &ops[i])) HETCCL_TRY(kernel_on_device(vc, ops[i].recvbuff, ops[i].recvbuff, &ops[i], HETCCL_REDUCE_FINISH));
@@ -306,6 +392,9 @@ void hetccl_nccl_flavor_destroy(hetccl_vcomm *handle) {
     ncclResult_t r = vc->api->CommDestroy(vc->comm);
     if (r != NCCL_SUCCESS) (void)hetccl_nccl_error(vc->api, vc->comm, r, "ncclCommDestroy");
   }
+  const struct hetccl_device_ops *dev = vc->flavor->device;
+  if (vc->scratch_done) (void)dev->event_destroy(vc->scratch_done);
+  if (vc->scratch) (void)dev->mem_free(vc->device, vc->scratch);
   free(vc->made);
   free(vc);
 }

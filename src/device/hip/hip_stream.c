@@ -121,10 +121,10 @@ int hetccl_hip_can_wait_value(int device) {
 
 /*
  * HIP compares (*addr & mask) with value, unsigned; the mask is all ones
- * (the whole word). GEQ is therefore not wrap-around as the contract's
- * (int32_t)(*addr - value) >= 0: a counter must not pass 2^32 - 1 while a
- * wait on it is pending (the executors' counters start at 0 per window and
- * would need 4 billion steps).
+ * (the whole word). GEQ is therefore not wrap-around as CUDA's (int32_t)
+ * (*addr - value) >= 0: the two agree only below 2^31. The device windows
+ * restart their counters from 0 before they pass 2^31 units plus a lane
+ * (exec/window.c, HETCCL_SHM_WINDOW_EPOCH); see README.md for the rule.
  */
 hetcclResult_t hetccl_hip_wait_value32(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond) {
   const struct hetccl_hip *hip;
