@@ -147,12 +147,20 @@ if [ "${TWO_FACES:-1}" != 0 ] && [ -f "$rccl_face" ] && [ -f "$hip_over_cuda" ];
   two_faces=1
   # NCCL standing in for RCCL: the library the NCCL instance takes.
   rccl_stand_in=${HETCCL_NCCL_LIBRARY:-$(ldconfig -p 2>/dev/null | awk '/libnccl.so.2 / { print $NF; exit }')}
+  # Without the gfx942 code object built in (no AMD compiler on the GPU
+  # machine), HetCCL hands the stand-in a marker image (gpu-check's HIP_IMAGES).
+  marker=1
+  if [ "${HIP_IMAGES:-}" = builtin ] || { [ -z "${HIP_IMAGES:-}" ] && "$BUILD/bin/hetccl-info" 2>/dev/null |
+    awk '/^[A-Z]/ { s = $0 } s == "Kernels" && $1 == "hip" && /gfx942/ { f = 1 } END { exit !f }'; }; then
+    marker=0
+  fi
   json="$OUT/hetccl-2faces.json" log="$OUT/hetccl-2faces.log"
   rm -f "$json"
   echo "+ TWO_FACES_RCCL=$rccl_stand_in $TORCHRUN --standalone --nproc-per-node=$NPROC --no-python" \
     "tests/gpu/two_faces_worker.sh $PYTHON $script --steps $STEPS --out $json --backend nccl" >"$log"
   TWO_FACES_NCCL_FACE=$face TWO_FACES_RCCL_FACE=$(cd "$BUILD/lib" && pwd)/librccl.so.1 \
     TWO_FACES_HIP=$(cd "$(dirname "$hip_over_cuda")" && pwd)/libamdhip64.so TWO_FACES_RCCL=$rccl_stand_in \
+    TWO_FACES_MARKER=$marker \
     timeout -k 15 "$TIMEOUT" "$TORCHRUN" --standalone --nproc-per-node="$NPROC" --no-python \
     tests/gpu/two_faces_worker.sh "$PYTHON" "$script" --steps "$STEPS" --out "$json" --backend nccl >>"$log" 2>&1
   rc=$?

@@ -12,7 +12,8 @@
 # It proves nothing about AMD hardware or the real HIP runtime.
 # Environment: TWO_FACES_NCCL_FACE, TWO_FACES_RCCL_FACE (the faces' files),
 # TWO_FACES_HIP (the stand-in libamdhip64.so), TWO_FACES_RCCL (the NCCL
-# library that stands in for RCCL).
+# library that stands in for RCCL), TWO_FACES_MARKER (1: HetCCL hands the
+# stand-in a marker image, for builds without AMD code objects; default 0).
 set -u
 : "${LOCAL_RANK:?run under torchrun}" "${TWO_FACES_NCCL_FACE:?}" "${TWO_FACES_RCCL_FACE:?}" "${TWO_FACES_HIP:?}" \
   "${TWO_FACES_RCCL:?}"
@@ -21,6 +22,7 @@ if [ $((LOCAL_RANK % 2)) -eq 0 ]; then
   face=$TWO_FACES_NCCL_FACE
 else
   export HETCCL_DEVICE=hip HETCCL_HIP_LIBRARY=$TWO_FACES_HIP HETCCL_RCCL_LIBRARY=$TWO_FACES_RCCL
+  export HETCCL_TEST_HIP_MARKER_IMAGE=${TWO_FACES_MARKER:-0}
   face=$TWO_FACES_RCCL_FACE
 fi
 export LD_PRELOAD=$face${LD_PRELOAD:+:$LD_PRELOAD}
