@@ -21,6 +21,8 @@
 
 #define PEER_HANDSHAKE_MS 10000 /* an accepted connection must say hello within this */
 #define PEER_MAX_PENDING 1024
+#define PEER_MAX_PER_SOURCE 256 /* one address's share of those (util/hello.h) */
+#define PEER_GRACE_MS 1000      /* a silent connection keeps its place this long under pressure */
 
 void hetccl_hcb_send_op_init(struct hetccl_hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len) {
   s->peer = peer;
@@ -178,6 +180,8 @@ static struct hetccl_hello_rules hello_rules(hetccl_bootstrap *b) {
   r.bytes = HCB_HELLO_BYTES;
   r.window_ns = (uint64_t)window * 1000000ull;
   r.max_pending = PEER_MAX_PENDING;
+  r.max_per_source = PEER_MAX_PER_SOURCE;
+  r.grace_ns = PEER_GRACE_MS * 1000000ull;
   r.prefix_bytes = HCB_PREAMBLE_BYTES;
   r.prefix_problem = hello_prefix_problem;
   r.problem = hello_problem;
@@ -347,7 +351,7 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     struct pollfd *pf = b->pfds;
     nfds_t n = 0;
     pf[n++] = (struct pollfd){.fd = b->abort_fd, .events = POLLIN};
-    pf[n++] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+    pf[n++] = (struct pollfd){.fd = hetccl_acceptor_listening(&b->hellos, now) ? b->listen_fd : -1, .events = POLLIN};
     pf[n++] = (struct pollfd){.fd = s_done ? -1 : b->peers[s->peer].out_fd, .events = POLLOUT};
     int npending = b->hellos.n;
     for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->hellos.conns[i].fd, .events = POLLIN};
@@ -372,7 +376,7 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
       if (pf[3 + i].revents) read_hello(b, &rules, i, now);
     /* An accept failure (out of descriptors or memory) leaves the backlog
      * for the next wake; the peers' connects wait there meanwhile. */
-    if (pf[1].revents) (void)hetccl_acceptor_accept(&b->hellos, b->listen_fd, &rules);
+    if (pf[1].fd >= 0 && pf[1].revents) (void)hetccl_acceptor_accept(&b->hellos, b->listen_fd, &rules);
   }
 }
 

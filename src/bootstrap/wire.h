@@ -23,6 +23,8 @@ enum hetccl_hcb_msg_type {
   HCB_MSG_JOIN = 2,      /* rank -> root */
   HCB_MSG_RESULT = 3,    /* root -> rank */
   HCB_MSG_HELLO = 4,     /* rank -> rank, first bytes of a peer connection */
+  HCB_MSG_BUSY = 5,      /* root -> rank, preamble only: no room now, try again */
+  HCB_MSG_DENIED = 6,    /* root -> rank, preamble only: the join's proof of the secret is wrong */
 };
 
 enum hetccl_hcb_result_status {
