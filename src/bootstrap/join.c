@@ -228,10 +228,13 @@ hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb
   unsigned backoff_ms = BACKOFF_FIRST_MS;
   for (int attempt = 1;; attempt++) {
     int retry = 0;
+    hetccl_error_quiet(1); /* a retried failure is no news; a final one is logged below */
     hetcclResult_t rc = join_once(b, id, where, deadline, &me, &retry);
-    if (!retry) return rc;
-    char why[256];
+    hetccl_error_quiet(0);
+    char why[512];
     snprintf(why, sizeof why, "%s", hetccl_last_error());
+    if (rc != hetcclSuccess && !retry) return hetccl_error(rc, "%s", why);
+    if (!retry) return rc;
     uint16_t draw = 0;
     (void)hetccl_random_bytes(&draw, sizeof draw);
     unsigned nap_ms = backoff_ms / 2 + draw % (backoff_ms / 2 + 1);

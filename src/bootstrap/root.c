@@ -330,6 +330,9 @@ static void *root_main(void *arg) {
   struct root *r = arg;
   while (!(r->nranks > 0 && r->arrived == r->nranks) && hetccl_now_ns() < r->deadline) serve(r);
   finish(r);
+  /* Before leaving the registry, so that the last count of refusals is
+   * logged before a rank of this process may go on and exit. */
+  hetccl_acceptor_free(&r->joins);
   /* Leave the registry before closing the listener: while listed, the
    * listener is open, which the fork handler relies on. */
   pthread_mutex_lock(&g_roots_lock);
@@ -341,7 +344,6 @@ static void *root_main(void *arg) {
   }
   pthread_cond_broadcast(&g_roots_cond);
   pthread_mutex_unlock(&g_roots_lock);
-  hetccl_acceptor_free(&r->joins);
   close_fd(&r->listen_fd);
   free(r->members);
   free(r->pfds);
