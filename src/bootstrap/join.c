@@ -92,20 +92,13 @@ static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where
   rc = hetccl_sock_recv_all(fd, head + HCB_PREAMBLE_BYTES, HCB_RESULT_HEAD_BYTES - HCB_PREAMBLE_BYTES, deadline);
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "bootstrap rank %d: the root at %s broke off its answer", b->rank, where);
-  if (!hetccl_hcb_preamble_ok(head, HCB_MSG_RESULT, b->tag))
-    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: malformed answer from the root at %s", b->rank, where);
-  uint32_t status = hetccl_hcb_get32(head + 16), detail = hetccl_hcb_get32(head + 20);
-  uint32_t root_nranks = hetccl_hcb_get32(head + 24), arrived = hetccl_hcb_get32(head + 28);
-  size_t entries_bytes = 0;
-  if (status == HCB_RESULT_OK || status == HCB_RESULT_TIMEOUT) {
-    if (root_nranks != (uint32_t)b->nranks)
-      return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table has %u ranks, expected %d", b->rank,
-                          root_nranks, b->nranks);
-    entries_bytes = (size_t)b->nranks * HCB_ADDR_BYTES;
-  } else if (status != HCB_RESULT_REJECTED) {
-    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: unknown result %u from the root at %s", b->rank, status,
-                        where);
-  }
+  struct hetccl_hcb_result_head rh;
+  const char *bad = hetccl_hcb_result_head_parse(head, b->tag, (uint32_t)b->nranks, &rh);
+  if (bad)
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s from the root at %s (status %u, %u ranks, expected %d)",
+                        b->rank, bad, where, rh.status, rh.nranks, b->nranks);
+  uint32_t status = rh.status, detail = rh.detail, root_nranks = rh.nranks, arrived = rh.arrived;
+  size_t entries_bytes = rh.entries_bytes;
   if (entries_bytes && !(entries = malloc(entries_bytes)))
     return hetccl_error(hetcclSystemError, "bootstrap: out of memory for the peer table");
   if (entries_bytes) HETCCL_CHECK(hetccl_sock_recv_all(fd, entries, entries_bytes, deadline));

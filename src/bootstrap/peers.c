@@ -136,10 +136,11 @@ static void read_in(hetccl_bootstrap *b, int peer) {
     p->head_got += (size_t)n;
     if (p->head_got < HCB_DATA_HEAD_BYTES) continue;
     p->head_got = 0;
-    uint32_t kind = hetccl_hcb_get32(p->head), tag = hetccl_hcb_get32(p->head + 4);
-    uint64_t len = hetccl_hcb_get64(p->head + 8);
-    if (kind < HCB_DATA_USER || kind > HCB_DATA_BARRIER || len > (uint64_t)SIZE_MAX / 2) {
-      close_in(b, peer, "malformed message header");
+    uint32_t kind, tag;
+    uint64_t len;
+    const char *bad = hetccl_hcb_data_head_parse(p->head, &kind, &tag, &len);
+    if (bad) {
+      close_in(b, peer, bad);
       return;
     }
     struct hetccl_hcb_msg *m = msg_new(kind, tag, (size_t)len);
@@ -160,12 +161,8 @@ static const char *hello_prefix_problem(const uint8_t *h, void *arg) {
 
 static const char *hello_problem(const uint8_t *h, void *arg) {
   const hetccl_bootstrap *b = arg;
-  uint32_t from = hetccl_hcb_get32(h + 16), to = hetccl_hcb_get32(h + 20), nranks = hetccl_hcb_get32(h + 24);
-  if (!hetccl_hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES))
-    return "it failed the secret proof";
-  if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank)
-    return "its hello names another rank or communicator size";
-  return NULL;
+  uint32_t from;
+  return hetccl_hcb_hello_check(h, HCB_HELLO_BYTES, b->tag, b->secret, b->rank, b->nranks, &from);
 }
 
 _Static_assert(HCB_HELLO_BYTES <= HETCCL_HELLO_MAX_BYTES, "the bootstrap hello fits the acceptor's buffer");

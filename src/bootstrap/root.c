@@ -194,29 +194,26 @@ static struct hetccl_hello_rules join_rules(struct root *r, uint64_t now) {
 /* A complete join in connection i: admit it or drop it. */
 static void handle_join(struct root *r, const struct hetccl_hello_rules *rules, int i) {
   struct hetccl_hello_conn *c = &r->joins.conns[i];
-  const uint8_t *b = c->buf;
-  uint32_t rank = hetccl_hcb_get32(b + 16), nranks = hetccl_hcb_get32(b + 20);
-  int64_t timeout_ms = (int64_t)hetccl_hcb_get64(b + 24);
-  const uint8_t *addr = b + 32, *nonce = b + 32 + HCB_ADDR_BYTES;
-  const uint8_t *mac = b + HCB_JOIN_SIGNED_BYTES;
-  if (!hetccl_hcb_mac_ok(r->id.secret, HCB_LABEL_JOIN, c->note, HCB_NONCE_BYTES, b, HCB_JOIN_SIGNED_BYTES, mac)) {
+  struct hetccl_hcb_join j;
+  const char *why = NULL;
+  int verdict = hetccl_hcb_join_parse(c->buf, HCB_JOIN_BYTES, r->id.tag, r->id.secret, c->note, &j, &why);
+  uint32_t rank = j.rank, nranks = j.nranks;
+  const uint8_t *nonce = j.nonce;
+  if (verdict == HCB_JOIN_DENIED) {
     /* Said explicitly, so the rank fails at once instead of retrying as it
      * does when its handshake was merely dropped. */
     uint8_t denied[HCB_PREAMBLE_BYTES];
     hetccl_hcb_put_preamble(denied, HCB_MSG_DENIED, r->id.tag);
     (void)send(c->fd, denied, sizeof denied, MSG_NOSIGNAL | MSG_DONTWAIT);
-    hetccl_acceptor_drop(&r->joins, i, rules, "it failed the secret proof (wrong unique id or secret)");
+    hetccl_acceptor_drop(&r->joins, i, rules, why);
     return;
   }
-  /* From here the peer holds the secret: it is a misconfigured rank, not an
-   * attacker, so it is told why it is turned away. */
-  union hetccl_sockaddr a;
-  if (!hetccl_hcb_get_addr(addr, &a)) {
-    hetccl_acceptor_drop(&r->joins, i, rules, "its join carries no address");
+  if (verdict == HCB_JOIN_DROP) {
+    hetccl_acceptor_drop(&r->joins, i, rules, why);
     return;
   }
-  if (nranks == 0 || nranks > HCB_MAX_RANKS || rank >= nranks) {
-    reject(r, i, nonce, HCB_REJECT_RANK_RANGE, "rank out of range", rank, nranks);
+  if (verdict == HCB_JOIN_REJECT) {
+    reject(r, i, nonce, j.reject, why, rank, nranks);
     return;
   }
   if (r->nranks == 0 && set_nranks(r, nranks) != 0) {
@@ -233,18 +230,18 @@ static void handle_join(struct root *r, const struct hetccl_hello_rules *rules, 
     return;
   }
   memcpy(m->nonce, nonce, HCB_NONCE_BYTES);
-  memcpy(m->addr, addr, HCB_ADDR_BYTES);
+  memcpy(m->addr, j.addr_bytes, HCB_ADDR_BYTES);
   m->fd = hetccl_acceptor_take(&r->joins, i);
   r->arrived++;
   /* Give up when the earliest rank to join would: the ranks then hear how
    * many arrived instead of timing out blind. */
-  if (timeout_ms > 0) {
-    uint64_t d = hetccl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  if (j.timeout_ms > 0) {
+    uint64_t d = hetccl_now_ns() + (uint64_t)j.timeout_ms * 1000000ull;
     if (d < r->deadline) r->deadline = d;
   }
   char s[64];
   HETCCL_INFO("bootstrap root %s: rank %u of %u joined from %s (%u arrived)", r->where, rank, nranks,
-              hetccl_sock_str(&a, s, sizeof s), r->arrived);
+              hetccl_sock_str(&j.addr, s, sizeof s), r->arrived);
 }
 
 /* A joined rank must stay silent until its result: data or a hangup means it went away. */

@@ -128,7 +128,7 @@ fail:
 
 /* The acceptor's check of a whole hello (util/hello.h): NULL when it is
  * good, else why not. */
-static const char *hello_problem(const uint8_t *bytes, void *arg) {
+const char *hetccl_socket_hello_problem(const uint8_t *bytes, void *arg) {
   const hetccl_net_ctx *ctx = arg;
   struct socket_hello h;
   memcpy(&h, bytes, sizeof(h));
@@ -152,7 +152,7 @@ static struct hetccl_hello_rules hello_rules(hetccl_net_ctx *ctx) {
   r.max_pending = HELLO_MAX_PENDING;
   r.max_per_source = HELLO_MAX_PER_SOURCE;
   r.grace_ns = HELLO_GRACE_NS;
-  r.problem = hello_problem;
+  r.problem = hetccl_socket_hello_problem;
   r.arg = ctx;
   return r;
 }
