@@ -3,7 +3,8 @@
 # machine lacks. Run as root (or with sudo available). Idempotent: installs
 # nothing when everything is present.
 #   --bench     also the benchmark references (Open MPI)
-#   --warnings  also clang, for scripts/check-warnings.sh
+#   --warnings  also clang, for scripts/check-warnings.sh, and clang-19's
+#               libFuzzer/sanitizer runtime, for scripts/fuzz-check.sh
 #   --plots     (accepted for clarity: gnuplot is in the default set already)
 set -euo pipefail
 
@@ -44,6 +45,8 @@ for arg in "$@"; do
       ;;
     --warnings)
       have_cmd clang || need+=(clang)
+      # libFuzzer and the sanitizer runtimes of clang-19 (scripts/fuzz-check.sh)
+      have_pkg libclang-rt-19-dev || need+=(libclang-rt-19-dev)
       ;;
     --plots) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;

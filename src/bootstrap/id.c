@@ -43,6 +43,9 @@ hetcclResult_t hetccl_hcb_id_decode(const hetcclUniqueId *id, struct hetccl_hcb_
   out->tag = hetccl_hcb_get64(p + ID_OFF_TAG);
   memcpy(out->secret, p + ID_OFF_SECRET, HCB_SECRET_BYTES);
   out->nranks = hetccl_hcb_get32(p + ID_OFF_NRANKS);
+  if (out->nranks > HCB_MAX_RANKS)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id names %u ranks (at most %d)", out->nranks,
+                        HCB_MAX_RANKS);
   return hetcclSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap_internal.h"
@@ -68,34 +69,36 @@ static hetcclResult_t missing_ranks_error(hetccl_bootstrap *b, const char *where
                       b->rank, arrived, b->nranks, where, b->timeout_ms, list, missing > shown ? ", ..." : "");
 }
 
-/* Reads the root's result and acts on it. `nonce` is the one this rank sent. */
+/* Reads the root's result and acts on it. `nonce` is the one this rank sent.
+ * *retry is set when the root closed the connection or said it is busy
+ * without judging the join: the handshake may be tried again. */
 static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where, const uint8_t nonce[HCB_NONCE_BYTES],
-                                  const uint8_t my_addr[HCB_ADDR_BYTES], uint64_t deadline) {
+                                  const uint8_t my_addr[HCB_ADDR_BYTES], uint64_t deadline, int *retry) {
   hetcclResult_t rc = hetcclSuccess;
   uint8_t head[HCB_RESULT_HEAD_BYTES + HETCCL_SHA256_BYTES], mac[HCB_MAC_BYTES];
   uint8_t *entries = NULL;
-  rc = hetccl_sock_recv_all(fd, head, HCB_RESULT_HEAD_BYTES, deadline);
+  rc = hetccl_sock_recv_all(fd, head, HCB_PREAMBLE_BYTES, deadline);
   if (rc == hetcclTimeout) {
     return hetccl_error(rc, "bootstrap rank %d: no answer from the root at %s within %" PRId64 " ms (did every rank start?)",
                         b->rank, where, b->timeout_ms);
   }
-  if (rc != hetcclSuccess)
-    return hetccl_error(rc, "bootstrap rank %d: the root at %s closed the connection (this rank's proof of the secret "
-                        "was refused: wrong unique id or secret?)", b->rank, where);
-  if (!hetccl_hcb_preamble_ok(head, HCB_MSG_RESULT, b->tag))
-    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: malformed answer from the root at %s", b->rank, where);
-  uint32_t status = hetccl_hcb_get32(head + 16), detail = hetccl_hcb_get32(head + 20);
-  uint32_t root_nranks = hetccl_hcb_get32(head + 24), arrived = hetccl_hcb_get32(head + 28);
-  size_t entries_bytes = 0;
-  if (status == HCB_RESULT_OK || status == HCB_RESULT_TIMEOUT) {
-    if (root_nranks != (uint32_t)b->nranks)
-      return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table has %u ranks, expected %d", b->rank,
-                          root_nranks, b->nranks);
-    entries_bytes = (size_t)b->nranks * HCB_ADDR_BYTES;
-  } else if (status != HCB_RESULT_REJECTED) {
-    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: unknown result %u from the root at %s", b->rank, status,
-                        where);
+  if (rc != hetcclSuccess || hetccl_hcb_preamble_ok(head, HCB_MSG_BUSY, b->tag)) {
+    *retry = 1;
+    return hetccl_error(hetcclRemoteError, "the root dropped this rank's handshake before judging it");
   }
+  if (hetccl_hcb_preamble_ok(head, HCB_MSG_DENIED, b->tag))
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root at %s says this rank's proof of the secret was refused "
+                        "(wrong unique id or secret?)", b->rank, where);
+  rc = hetccl_sock_recv_all(fd, head + HCB_PREAMBLE_BYTES, HCB_RESULT_HEAD_BYTES - HCB_PREAMBLE_BYTES, deadline);
+  if (rc != hetcclSuccess)
+    return hetccl_error(rc, "bootstrap rank %d: the root at %s broke off its answer", b->rank, where);
+  struct hetccl_hcb_result_head rh;
+  const char *bad = hetccl_hcb_result_head_parse(head, b->tag, (uint32_t)b->nranks, &rh);
+  if (bad)
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s from the root at %s (status %u, %u ranks, expected %d)",
+                        b->rank, bad, where, rh.status, rh.nranks, b->nranks);
+  uint32_t status = rh.status, detail = rh.detail, root_nranks = rh.nranks, arrived = rh.arrived;
+  size_t entries_bytes = rh.entries_bytes;
   if (entries_bytes && !(entries = malloc(entries_bytes)))
     return hetccl_error(hetcclSystemError, "bootstrap: out of memory for the peer table");
   if (entries_bytes) HETCCL_CHECK(hetccl_sock_recv_all(fd, entries, entries_bytes, deadline));
@@ -135,11 +138,19 @@ fail:
   return rc;
 }
 
-hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *id) {
+/* Retries of a handshake the root dropped or refused for room: from
+ * BACKOFF_FIRST_MS, doubling to BACKOFF_MAX_MS, each drawn at random from
+ * its upper half so ranks turned away together do not return together. */
+#define BACKOFF_FIRST_MS 10
+#define BACKOFF_MAX_MS 250
+
+/* One handshake with the root. *retry is set (with the error) when the root
+ * closed the connection or said it is busy before judging the join: a
+ * flood, an overloaded root, a dropped connection. A wrong secret, a
+ * rejection and a passed deadline are final. */
+static hetcclResult_t join_once(hetccl_bootstrap *b, const struct hetccl_hcb_id *id, const char *where, uint64_t deadline,
+                                union hetccl_sockaddr *me, int *retry) {
   hetcclResult_t rc = hetcclSuccess;
-  char where[64];
-  hetccl_sock_str(&id->root, where, sizeof where);
-  uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
   int fd = -1;
   rc = hetccl_sock_connect(&id->root, deadline, &fd);
   if (rc != hetcclSuccess) {
@@ -147,19 +158,26 @@ hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb
     snprintf(why, sizeof why, "%s", hetccl_last_error());
     return hetccl_error(rc, "bootstrap rank %d: cannot reach the root at %s (%s)", b->rank, where, why);
   }
-
-  union hetccl_sockaddr me;
-  HETCCL_CHECK(open_listener(b, fd, &me));
+  /* The listener is opened once, on the first connection's local address. */
+  if (b->listen_fd < 0) HETCCL_CHECK(open_listener(b, fd, me));
 
   uint8_t challenge[HCB_CHALLENGE_BYTES];
-  rc = hetccl_sock_recv_all(fd, challenge, sizeof challenge, deadline);
-  if (rc != hetcclSuccess) {
-    rc = hetccl_error(rc, "bootstrap rank %d: no challenge from the root at %s", b->rank, where);
+  rc = hetccl_sock_recv_all(fd, challenge, HCB_PREAMBLE_BYTES, deadline);
+  if (rc == hetcclSuccess && hetccl_hcb_preamble_ok(challenge, HCB_MSG_BUSY, id->tag)) {
+    *retry = 1;
+    rc = hetccl_error(hetcclRemoteError, "the root is busy with other connections");
     goto fail;
   }
-  if (!hetccl_hcb_preamble_ok(challenge, HCB_MSG_CHALLENGE, id->tag)) {
+  if (rc == hetcclSuccess && !hetccl_hcb_preamble_ok(challenge, HCB_MSG_CHALLENGE, id->tag)) {
     rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s is not the HetCCL root of this unique id", b->rank,
                       where);
+    goto fail;
+  }
+  if (rc == hetcclSuccess)
+    rc = hetccl_sock_recv_all(fd, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, deadline);
+  if (rc != hetcclSuccess) {
+    *retry = rc == hetcclRemoteError; /* closed or reset: dropped, not judged */
+    rc = hetccl_error(rc, "bootstrap rank %d: no challenge from the root at %s", b->rank, where);
     goto fail;
   }
 
@@ -168,7 +186,7 @@ hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb
   hetccl_hcb_put32(join + 16, (uint32_t)b->rank);
   hetccl_hcb_put32(join + 20, (uint32_t)b->nranks);
   hetccl_hcb_put64(join + 24, (uint64_t)(b->timeout_ms > 0 ? b->timeout_ms : 0));
-  hetccl_hcb_put_addr(join + 32, &me);
+  hetccl_hcb_put_addr(join + 32, me);
   uint8_t *nonce = join + 32 + HCB_ADDR_BYTES;
   HETCCL_CHECK(hetccl_random_bytes(nonce, HCB_NONCE_BYTES));
   if (!hetccl_hcb_mac(b->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
@@ -178,17 +196,50 @@ hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb
   }
   rc = hetccl_sock_send_all(fd, join, sizeof join, deadline);
   if (rc != hetcclSuccess) {
+    *retry = rc == hetcclRemoteError;
     rc = hetccl_error(rc, "bootstrap rank %d: sending the join to the root at %s failed", b->rank, where);
     goto fail;
   }
   /* The root's clock for this rank starts now (it may have come up late). */
   uint64_t result_deadline =
       b->timeout_ms > 0 ? hetccl_now_ns() + (uint64_t)(b->timeout_ms + RESULT_GRACE_MS) * 1000000ull : UINT64_MAX;
-  HETCCL_CHECK(read_result(b, fd, where, nonce, join + 32, result_deadline));
+  HETCCL_CHECK(read_result(b, fd, where, nonce, join + 32, result_deadline, retry));
   char s[64];
   HETCCL_INFO("bootstrap rank %d of %d: joined via %s, listening on %s", b->rank, b->nranks, where,
-              hetccl_sock_str(&me, s, sizeof s));
+              hetccl_sock_str(me, s, sizeof s));
 fail:
   close(fd);
   return rc;
+}
+
+hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *id) {
+  char where[64];
+  hetccl_sock_str(&id->root, where, sizeof where);
+  uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
+  union hetccl_sockaddr me;
+  memset(&me, 0, sizeof me);
+  unsigned backoff_ms = BACKOFF_FIRST_MS;
+  for (int attempt = 1;; attempt++) {
+    int retry = 0;
+    hetccl_error_quiet(1); /* a retried failure is no news; a final one is logged below */
+    hetcclResult_t rc = join_once(b, id, where, deadline, &me, &retry);
+    hetccl_error_quiet(0);
+    char why[512];
+    snprintf(why, sizeof why, "%s", hetccl_last_error());
+    if (rc != hetcclSuccess && !retry) return hetccl_error(rc, "%s", why);
+    if (!retry) return rc;
+    uint16_t draw = 0;
+    (void)hetccl_random_bytes(&draw, sizeof draw);
+    unsigned nap_ms = backoff_ms / 2 + draw % (backoff_ms / 2 + 1);
+    if (deadline != UINT64_MAX && hetccl_now_ns() + nap_ms * 1000000ull >= deadline)
+      return hetccl_error(hetcclTimeout,
+                          "bootstrap rank %d: could not join the rendezvous at %s within %" PRId64 " ms: %s "
+                          "(%d attempts; a flood of connections, or an overloaded root?)",
+                          b->rank, where, b->timeout_ms, why, attempt);
+    HETCCL_INFO("bootstrap rank %d: handshake %d with the root at %s did not complete (%s); again in %u ms", b->rank,
+                attempt, where, why, nap_ms);
+    struct timespec nap = {(time_t)(nap_ms / 1000), (long)(nap_ms % 1000) * 1000000L};
+    nanosleep(&nap, NULL);
+    if (backoff_ms < BACKOFF_MAX_MS) backoff_ms = backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
+  }
 }

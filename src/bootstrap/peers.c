@@ -21,6 +21,8 @@
 
 #define PEER_HANDSHAKE_MS 10000 /* an accepted connection must say hello within this */
 #define PEER_MAX_PENDING 1024
+#define PEER_MAX_PER_SOURCE 256 /* one address's share of those (util/hello.h) */
+#define PEER_GRACE_MS 1000      /* a silent connection keeps its place this long under pressure */
 
 void hetccl_hcb_send_op_init(struct hetccl_hcb_send_op *s, int peer, uint32_t kind, uint32_t tag, const void *buf, size_t len) {
   s->peer = peer;
@@ -134,10 +136,11 @@ static void read_in(hetccl_bootstrap *b, int peer) {
     p->head_got += (size_t)n;
     if (p->head_got < HCB_DATA_HEAD_BYTES) continue;
     p->head_got = 0;
-    uint32_t kind = hetccl_hcb_get32(p->head), tag = hetccl_hcb_get32(p->head + 4);
-    uint64_t len = hetccl_hcb_get64(p->head + 8);
-    if (kind < HCB_DATA_USER || kind > HCB_DATA_BARRIER || len > (uint64_t)SIZE_MAX / 2) {
-      close_in(b, peer, "malformed message header");
+    uint32_t kind, tag;
+    uint64_t len;
+    const char *bad = hetccl_hcb_data_head_parse(p->head, &kind, &tag, &len);
+    if (bad) {
+      close_in(b, peer, bad);
       return;
     }
     struct hetccl_hcb_msg *m = msg_new(kind, tag, (size_t)len);
@@ -158,12 +161,8 @@ static const char *hello_prefix_problem(const uint8_t *h, void *arg) {
 
 static const char *hello_problem(const uint8_t *h, void *arg) {
   const hetccl_bootstrap *b = arg;
-  uint32_t from = hetccl_hcb_get32(h + 16), to = hetccl_hcb_get32(h + 20), nranks = hetccl_hcb_get32(h + 24);
-  if (!hetccl_hcb_mac_ok(b->secret, HCB_LABEL_HELLO, NULL, 0, h, HCB_HELLO_SIGNED_BYTES, h + HCB_HELLO_SIGNED_BYTES))
-    return "it failed the secret proof";
-  if (to != (uint32_t)b->rank || nranks != (uint32_t)b->nranks || from >= nranks || from == (uint32_t)b->rank)
-    return "its hello names another rank or communicator size";
-  return NULL;
+  uint32_t from;
+  return hetccl_hcb_hello_check(h, HCB_HELLO_BYTES, b->tag, b->secret, b->rank, b->nranks, &from);
 }
 
 _Static_assert(HCB_HELLO_BYTES <= HETCCL_HELLO_MAX_BYTES, "the bootstrap hello fits the acceptor's buffer");
@@ -178,6 +177,8 @@ static struct hetccl_hello_rules hello_rules(hetccl_bootstrap *b) {
   r.bytes = HCB_HELLO_BYTES;
   r.window_ns = (uint64_t)window * 1000000ull;
   r.max_pending = PEER_MAX_PENDING;
+  r.max_per_source = PEER_MAX_PER_SOURCE;
+  r.grace_ns = PEER_GRACE_MS * 1000000ull;
   r.prefix_bytes = HCB_PREAMBLE_BYTES;
   r.prefix_problem = hello_prefix_problem;
   r.problem = hello_problem;
@@ -347,7 +348,7 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     struct pollfd *pf = b->pfds;
     nfds_t n = 0;
     pf[n++] = (struct pollfd){.fd = b->abort_fd, .events = POLLIN};
-    pf[n++] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+    pf[n++] = (struct pollfd){.fd = hetccl_acceptor_listening(&b->hellos, now) ? b->listen_fd : -1, .events = POLLIN};
     pf[n++] = (struct pollfd){.fd = s_done ? -1 : b->peers[s->peer].out_fd, .events = POLLOUT};
     int npending = b->hellos.n;
     for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->hellos.conns[i].fd, .events = POLLIN};
@@ -372,7 +373,7 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
       if (pf[3 + i].revents) read_hello(b, &rules, i, now);
     /* An accept failure (out of descriptors or memory) leaves the backlog
      * for the next wake; the peers' connects wait there meanwhile. */
-    if (pf[1].revents) (void)hetccl_acceptor_accept(&b->hellos, b->listen_fd, &rules);
+    if (pf[1].fd >= 0 && pf[1].revents) (void)hetccl_acceptor_accept(&b->hellos, b->listen_fd, &rules);
   }
 }
 

@@ -6,12 +6,16 @@
  * that sends nothing or sends slowly delays nobody: it is dropped when its own
  * handshake deadline passes. A connection is admitted only after proving the
  * id's secret (README.md, "Joining the root"); anything else is logged and
- * dropped, and the root keeps waiting for the real ranks.
+ * dropped, and the root keeps waiting for the real ranks. Connections in
+ * their handshake are held by the shared acceptor (util/hello.h), whose
+ * bounds refuse newcomers (with a BUSY the rank retries on) rather than
+ * push out a handshake under way (README.md, "Floods").
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,21 +24,19 @@
 
 #include "bootstrap/id.h"
 #include "util/error.h"
+#include "util/hello.h"
 #include "util/log.h"
 #include "util/params.h"
 #include "util/time.h"
 
 #define ROOT_MAX_PENDING 1024        /* connections still in their handshake */
+#define ROOT_MAX_PER_SOURCE 256      /* of those, from one address */
+#define ROOT_GRACE_MS 500            /* silent after the challenge this long, a connection yields to a newcomer */
 #define ROOT_HANDSHAKE_MS 10000      /* a connection must complete its join within this */
 #define ROOT_SEND_MS 10000           /* bound on handing one rank its result */
 
-struct root_pending {
-  int fd;
-  uint64_t deadline;
-  uint8_t challenge[HCB_NONCE_BYTES];
-  uint8_t buf[HCB_JOIN_BYTES];
-  size_t got;
-};
+_Static_assert(HCB_JOIN_BYTES <= HETCCL_HELLO_MAX_BYTES, "a join fits the acceptor's buffer");
+_Static_assert(HCB_NONCE_BYTES <= HETCCL_HELLO_NOTE_BYTES, "the challenge nonce fits the acceptor's note");
 
 struct root_member {
   int fd; /* -1: not joined */
@@ -49,12 +51,13 @@ struct root {
   struct hetccl_hcb_id id;
   char where[64];
   uint64_t deadline;
-  struct root_pending pending[ROOT_MAX_PENDING];
-  int npending;
+  struct hetccl_acceptor joins; /* connections in their handshake */
+  uint8_t busy[HCB_PREAMBLE_BYTES];
   struct root_member *members;
   uint32_t nranks; /* 0 until the id or the first admitted rank fixes it */
   uint32_t arrived;
   struct pollfd *pfds;
+  size_t cap_pfds;
 };
 
 /* Roots running in this process, so a rank sharing the process can wait for
@@ -108,12 +111,6 @@ static int send_quiet(int fd, const uint8_t *p, size_t len, uint64_t deadline) {
   return 0;
 }
 
-static void drop_pending(struct root *r, int i, const char *why) {
-  if (why) HETCCL_WARN("bootstrap root %s: dropped a connection: %s", r->where, why);
-  close_fd(&r->pending[i].fd);
-  r->pending[i] = r->pending[--r->npending];
-}
-
 /* Result message: head (32 bytes) | entries | MAC over label || rank's nonce ||
  * head || SHA-256(entries), so a large table is hashed once, not once per rank. */
 static void send_result(struct root *r, int fd, const uint8_t nonce[HCB_NONCE_BYTES], uint32_t status,
@@ -134,47 +131,93 @@ static void send_result(struct root *r, int fd, const uint8_t nonce[HCB_NONCE_BY
     HETCCL_WARN("bootstrap root %s: could not send a result (status %u) to a rank", r->where, status);
 }
 
+/* Turns away a rank that holds the secret but cannot be admitted, telling it why. */
 static void reject(struct root *r, int i, const uint8_t *nonce, uint32_t reason, const char *why, uint32_t rank,
                    uint32_t nranks) {
   HETCCL_WARN("bootstrap root %s: rejected rank %u of %u: %s", r->where, rank, nranks, why);
-  send_result(r, r->pending[i].fd, nonce, HCB_RESULT_REJECTED, reason, NULL, 0);
-  drop_pending(r, i, NULL);
+  int fd = hetccl_acceptor_take(&r->joins, i);
+  send_result(r, fd, nonce, HCB_RESULT_REJECTED, reason, NULL, 0);
+  close(fd);
 }
 
 static int set_nranks(struct root *r, uint32_t nranks) {
   r->members = malloc(sizeof *r->members * nranks);
-  r->pfds = malloc(sizeof *r->pfds * (1 + ROOT_MAX_PENDING + nranks));
-  if (!r->members || !r->pfds) return -1;
+  if (!r->members) return -1;
   for (uint32_t i = 0; i < nranks; i++) r->members[i].fd = -1;
   r->nranks = nranks;
   return 0;
 }
 
-/* A complete join in pending[i]: admit it or drop it. */
-static void handle_join(struct root *r, int i) {
-  struct root_pending *p = &r->pending[i];
-  const uint8_t *b = p->buf;
-  uint32_t rank = hetccl_hcb_get32(b + 16), nranks = hetccl_hcb_get32(b + 20);
-  int64_t timeout_ms = (int64_t)hetccl_hcb_get64(b + 24);
-  const uint8_t *addr = b + 32, *nonce = b + 32 + HCB_ADDR_BYTES;
-  const uint8_t *mac = b + HCB_JOIN_SIGNED_BYTES;
-  if (!hetccl_hcb_mac_ok(r->id.secret, HCB_LABEL_JOIN, p->challenge, HCB_NONCE_BYTES, b, HCB_JOIN_SIGNED_BYTES, mac)) {
-    drop_pending(r, i, "it failed the secret proof (wrong unique id or secret)");
+/* The acceptor's greeting: a fresh challenge, remembered in the connection's note. */
+static int send_challenge(int fd, uint8_t note[HETCCL_HELLO_NOTE_BYTES], void *arg) {
+  const struct root *r = arg;
+  uint8_t msg[HCB_CHALLENGE_BYTES];
+  if (hetccl_random_bytes(note, HCB_NONCE_BYTES) != hetcclSuccess) return -1;
+  hetccl_hcb_put_preamble(msg, HCB_MSG_CHALLENGE, r->id.tag);
+  memcpy(msg + HCB_PREAMBLE_BYTES, note, HCB_NONCE_BYTES);
+  /* A fresh socket's buffer always takes 48 bytes; anything less means it is already broken. */
+  return send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof msg ? 0 : -1;
+}
+
+static const char *join_prefix_problem(const uint8_t *b, void *arg) {
+  const struct root *r = arg;
+  return hetccl_hcb_preamble_ok(b, HCB_MSG_JOIN, r->id.tag) ? NULL : "it sent something that is not a join for this unique id";
+}
+
+/* The proof needs the connection's challenge: handle_join checks it. */
+static const char *join_problem(const uint8_t *b, void *arg) {
+  (void)b, (void)arg;
+  return NULL;
+}
+
+static struct hetccl_hello_rules join_rules(struct root *r, uint64_t now) {
+  struct hetccl_hello_rules rules;
+  memset(&rules, 0, sizeof rules);
+  snprintf(rules.who, sizeof rules.who, "bootstrap root %s", r->where);
+  uint64_t window = ROOT_HANDSHAKE_MS * 1000000ull;
+  if (r->deadline != UINT64_MAX && r->deadline - now < window) window = r->deadline > now ? r->deadline - now : 0;
+  rules.bytes = HCB_JOIN_BYTES;
+  rules.window_ns = window;
+  rules.max_pending = ROOT_MAX_PENDING;
+  rules.max_per_source = ROOT_MAX_PER_SOURCE;
+  rules.grace_ns = ROOT_GRACE_MS * 1000000ull;
+  rules.greet = send_challenge;
+  rules.busy = r->busy;
+  rules.busy_bytes = sizeof r->busy;
+  rules.prefix_bytes = HCB_PREAMBLE_BYTES;
+  rules.prefix_problem = join_prefix_problem;
+  rules.problem = join_problem;
+  rules.arg = r;
+  return rules;
+}
+
+/* A complete join in connection i: admit it or drop it. */
+static void handle_join(struct root *r, const struct hetccl_hello_rules *rules, int i) {
+  struct hetccl_hello_conn *c = &r->joins.conns[i];
+  struct hetccl_hcb_join j;
+  const char *why = NULL;
+  int verdict = hetccl_hcb_join_parse(c->buf, HCB_JOIN_BYTES, r->id.tag, r->id.secret, c->note, &j, &why);
+  uint32_t rank = j.rank, nranks = j.nranks;
+  const uint8_t *nonce = j.nonce;
+  if (verdict == HCB_JOIN_DENIED) {
+    /* Said explicitly, so the rank fails at once instead of retrying as it
+     * does when its handshake was merely dropped. */
+    uint8_t denied[HCB_PREAMBLE_BYTES];
+    hetccl_hcb_put_preamble(denied, HCB_MSG_DENIED, r->id.tag);
+    (void)send(c->fd, denied, sizeof denied, MSG_NOSIGNAL | MSG_DONTWAIT);
+    hetccl_acceptor_drop(&r->joins, i, rules, why);
     return;
   }
-  /* From here the peer holds the secret: it is a misconfigured rank, not an
-   * attacker, so it is told why it is turned away. */
-  union hetccl_sockaddr a;
-  if (!hetccl_hcb_get_addr(addr, &a)) {
-    drop_pending(r, i, "its join carries no address");
+  if (verdict == HCB_JOIN_DROP) {
+    hetccl_acceptor_drop(&r->joins, i, rules, why);
     return;
   }
-  if (nranks == 0 || nranks > HCB_MAX_RANKS || rank >= nranks) {
-    reject(r, i, nonce, HCB_REJECT_RANK_RANGE, "rank out of range", rank, nranks);
+  if (verdict == HCB_JOIN_REJECT) {
+    reject(r, i, nonce, j.reject, why, rank, nranks);
     return;
   }
   if (r->nranks == 0 && set_nranks(r, nranks) != 0) {
-    drop_pending(r, i, "out of memory for the rank table");
+    hetccl_acceptor_drop(&r->joins, i, rules, "out of memory for the rank table");
     return;
   }
   if (nranks != r->nranks) {
@@ -186,65 +229,19 @@ static void handle_join(struct root *r, int i) {
     reject(r, i, nonce, HCB_REJECT_DUPLICATE_RANK, "that rank has already joined", rank, nranks);
     return;
   }
-  m->fd = p->fd;
   memcpy(m->nonce, nonce, HCB_NONCE_BYTES);
-  memcpy(m->addr, addr, HCB_ADDR_BYTES);
+  memcpy(m->addr, j.addr_bytes, HCB_ADDR_BYTES);
+  m->fd = hetccl_acceptor_take(&r->joins, i);
   r->arrived++;
-  p->fd = -1;
-  drop_pending(r, i, NULL);
   /* Give up when the earliest rank to join would: the ranks then hear how
    * many arrived instead of timing out blind. */
-  if (timeout_ms > 0) {
-    uint64_t d = hetccl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  if (j.timeout_ms > 0) {
+    uint64_t d = hetccl_now_ns() + (uint64_t)j.timeout_ms * 1000000ull;
     if (d < r->deadline) r->deadline = d;
   }
   char s[64];
   HETCCL_INFO("bootstrap root %s: rank %u of %u joined from %s (%u arrived)", r->where, rank, nranks,
-              hetccl_sock_str(&a, s, sizeof s), r->arrived);
-}
-
-static void read_pending(struct root *r, int i) {
-  struct root_pending *p = &r->pending[i];
-  ssize_t n = recv(p->fd, p->buf + p->got, HCB_JOIN_BYTES - p->got, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (n <= 0) {
-    drop_pending(r, i, "it closed before completing a join");
-    return;
-  }
-  size_t before = p->got;
-  p->got += (size_t)n;
-  if (before < HCB_PREAMBLE_BYTES && p->got >= HCB_PREAMBLE_BYTES &&
-      !hetccl_hcb_preamble_ok(p->buf, HCB_MSG_JOIN, r->id.tag)) {
-    drop_pending(r, i, "it sent something that is not a join for this unique id");
-    return;
-  }
-  if (p->got == HCB_JOIN_BYTES) handle_join(r, i);
-}
-
-static void accept_all(struct root *r) {
-  for (;;) {
-    int fd = accept4(r->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return; /* EAGAIN, or a connection gone before we took it */
-    if (r->npending == ROOT_MAX_PENDING) drop_pending(r, 0, "too many connections in their handshake");
-    struct root_pending *p = &r->pending[r->npending];
-    memset(p, 0, sizeof *p);
-    p->fd = fd;
-    uint64_t window = hetccl_now_ns() + ROOT_HANDSHAKE_MS * 1000000ull;
-    p->deadline = window < r->deadline ? window : r->deadline;
-    uint8_t msg[HCB_CHALLENGE_BYTES];
-    if (hetccl_random_bytes(p->challenge, HCB_NONCE_BYTES) != hetcclSuccess) {
-      close(fd);
-      continue;
-    }
-    hetccl_hcb_put_preamble(msg, HCB_MSG_CHALLENGE, r->id.tag);
-    memcpy(msg + HCB_PREAMBLE_BYTES, p->challenge, HCB_NONCE_BYTES);
-    /* A fresh socket's buffer always takes 48 bytes; anything less means it is already broken. */
-    if (send(fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof msg) {
-      close(fd);
-      continue;
-    }
-    r->npending++;
-  }
+              hetccl_sock_str(&j.addr, s, sizeof s), r->arrived);
 }
 
 /* A joined rank must stay silent until its result: data or a hangup means it went away. */
@@ -258,46 +255,52 @@ static void check_member(struct root *r, uint32_t rank) {
   r->arrived--;
 }
 
-static int poll_timeout_ms(const struct root *r, uint64_t now) {
-  uint64_t next = r->deadline;
-  for (int i = 0; i < r->npending; i++)
-    if (r->pending[i].deadline < next) next = r->pending[i].deadline;
-  if (next == UINT64_MAX) return 1000;
-  if (next <= now) return 0;
-  uint64_t ms = (next - now + 999999) / 1000000;
-  return ms > 1000 ? 1000 : (int)ms;
+static int grow_pfds(struct root *r, size_t need) {
+  if (need <= r->cap_pfds) return 1;
+  size_t cap = r->cap_pfds ? r->cap_pfds : 64;
+  while (cap < need) cap *= 2;
+  struct pollfd *p = realloc(r->pfds, sizeof *p * cap);
+  if (!p) return 0;
+  r->pfds = p;
+  r->cap_pfds = cap;
+  return 1;
 }
 
 /* Polls once and serves whatever is ready. */
 static void serve(struct root *r) {
   uint64_t now = hetccl_now_ns();
-  for (int i = r->npending - 1; i >= 0; i--)
-    if (r->pending[i].deadline <= now) drop_pending(r, i, "it did not complete a join in time");
-  struct pollfd stack_pfds[1 + ROOT_MAX_PENDING];
-  struct pollfd *pfds = r->pfds ? r->pfds : stack_pfds;
+  const struct hetccl_hello_rules rules = join_rules(r, now);
+  uint64_t wake = hetccl_acceptor_expire(&r->joins, &rules, now);
+  if (r->deadline < wake) wake = r->deadline;
+  if (!grow_pfds(r, 1 + (size_t)r->joins.n + r->nranks)) {
+    /* Out of memory: serve nothing new this round, let deadlines free some. */
+    struct timespec nap = {0, 10000000};
+    nanosleep(&nap, NULL);
+    return;
+  }
+  struct pollfd *pfds = r->pfds;
   nfds_t n = 0;
-  pfds[n++] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
-  int npending = r->npending;
-  for (int i = 0; i < npending; i++) pfds[n++] = (struct pollfd){.fd = r->pending[i].fd, .events = POLLIN};
-  for (uint32_t k = 0; k < r->nranks; k++)
+  pfds[n++] = (struct pollfd){.fd = hetccl_acceptor_listening(&r->joins, now) ? r->listen_fd : -1, .events = POLLIN};
+  int npending = r->joins.n;
+  for (int i = 0; i < npending; i++) pfds[n++] = (struct pollfd){.fd = r->joins.conns[i].fd, .events = POLLIN};
+  uint32_t nmembers = r->nranks;
+  for (uint32_t k = 0; k < nmembers; k++)
     pfds[n++] = (struct pollfd){.fd = r->members[k].fd, .events = POLLIN}; /* fd -1 is ignored by poll */
-  if (poll(pfds, n, poll_timeout_ms(r, now)) <= 0) return;
+  int ms = 1000;
+  if (wake <= now) ms = 0;
+  else if (wake - now < 1000000000ull) ms = (int)((wake - now + 999999) / 1000000);
+  if (poll(pfds, n, ms) <= 0) return;
   /* Members first: handle_join below may change nranks and the tables. */
   nfds_t base = 1 + (nfds_t)npending;
-  uint32_t nmembers = (uint32_t)(n - base);
   for (uint32_t k = 0; k < nmembers; k++)
     if (pfds[base + k].revents && r->members[k].fd >= 0) check_member(r, k);
-  /* Pending entries move when one is dropped, so match them by fd. */
-  for (int j = npending - 1; j >= 0; j--) {
-    if (!pfds[1 + j].revents) continue;
-    for (int i = 0; i < r->npending; i++) {
-      if (r->pending[i].fd == pfds[1 + j].fd) {
-        read_pending(r, i);
-        break;
-      }
-    }
-  }
-  if (pfds[0].revents) accept_all(r);
+  /* From the highest index down: dropping entry i only moves an entry already handled. */
+  now = hetccl_now_ns();
+  for (int i = npending - 1; i >= 0; i--)
+    if (pfds[1 + i].revents && hetccl_acceptor_read(&r->joins, i, &rules, now) == HETCCL_HELLO_GOOD)
+      handle_join(r, &rules, i);
+  /* An accept failure (out of memory) leaves the backlog for the next round. */
+  if (pfds[0].fd >= 0 && pfds[0].revents) (void)hetccl_acceptor_accept(&r->joins, r->listen_fd, &rules);
 }
 
 static void finish(struct root *r) {
@@ -324,6 +327,9 @@ static void *root_main(void *arg) {
   struct root *r = arg;
   while (!(r->nranks > 0 && r->arrived == r->nranks) && hetccl_now_ns() < r->deadline) serve(r);
   finish(r);
+  /* Before leaving the registry, so that the last count of refusals is
+   * logged before a rank of this process may go on and exit. */
+  hetccl_acceptor_free(&r->joins);
   /* Leave the registry before closing the listener: while listed, the
    * listener is open, which the fork handler relies on. */
   pthread_mutex_lock(&g_roots_lock);
@@ -335,7 +341,6 @@ static void *root_main(void *arg) {
   }
   pthread_cond_broadcast(&g_roots_cond);
   pthread_mutex_unlock(&g_roots_lock);
-  for (int i = r->npending - 1; i >= 0; i--) drop_pending(r, i, NULL);
   close_fd(&r->listen_fd);
   free(r->members);
   free(r->pfds);
@@ -363,6 +368,7 @@ hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *
   r->id = *id;
   hetccl_sock_str(&id->root, r->where, sizeof r->where);
   r->deadline = hetccl_deadline_ms(hetccl_params()->timeout_ms);
+  hetccl_hcb_put_preamble(r->busy, HCB_MSG_BUSY, id->tag);
   if (id->nranks > 0 && set_nranks(r, id->nranks) != 0) goto fail;
   r->pid = getpid();
   pthread_once(&g_atfork_once, install_atfork);

@@ -23,6 +23,8 @@ enum hetccl_hcb_msg_type {
   HCB_MSG_JOIN = 2,      /* rank -> root */
   HCB_MSG_RESULT = 3,    /* root -> rank */
   HCB_MSG_HELLO = 4,     /* rank -> rank, first bytes of a peer connection */
+  HCB_MSG_BUSY = 5,      /* root -> rank, preamble only: no room now, try again */
+  HCB_MSG_DENIED = 6,    /* root -> rank, preamble only: the join's proof of the secret is wrong */
 };
 
 enum hetccl_hcb_result_status {
@@ -152,5 +154,42 @@ static inline int hetccl_hcb_mac_ok(const uint8_t secret[HCB_SECRET_BYTES], cons
   if (!hetccl_hcb_mac(secret, label, a, alen, b, blen, want)) return 0;
   return hetccl_bytes_equal(want, mac, HCB_MAC_BYTES);
 }
+
+/* ---- parsers of what the network brings (wire.c) ---- */
+
+enum hetccl_hcb_join_verdict {
+  HCB_JOIN_OK = 0,
+  HCB_JOIN_DENIED, /* not a join of this id, or no proof of the secret: DENIED */
+  HCB_JOIN_DROP,   /* proved the secret but unusable (no address): dropped */
+  HCB_JOIN_REJECT, /* proved the secret, impossible rank: REJECTED with `reject` */
+};
+struct hetccl_hcb_join {
+  uint32_t rank, nranks;
+  int64_t timeout_ms;
+  union hetccl_sockaddr addr;
+  const uint8_t *addr_bytes, *nonce; /* into the join */
+  uint32_t reject;                   /* HCB_REJECT_* for HCB_JOIN_REJECT */
+};
+/* A whole JOIN (len bytes) answering `challenge`: a verdict, the fields
+ * when it proved the secret, and *why (NULL for HCB_JOIN_OK). The checks
+ * that need the root's state (size agreed, rank free) are the root's. */
+int hetccl_hcb_join_parse(const uint8_t *b, size_t len, uint64_t tag, const uint8_t secret[HCB_SECRET_BYTES],
+                          const uint8_t challenge[HCB_NONCE_BYTES], struct hetccl_hcb_join *out, const char **why);
+
+struct hetccl_hcb_result_head {
+  uint32_t status, detail, nranks, arrived;
+  size_t entries_bytes; /* that follow the head */
+};
+/* A RESULT's head for a rank of a communicator of `nranks`: NULL when
+ * well-formed, else why not. Its MAC is checked once all of it is in. */
+const char *hetccl_hcb_result_head_parse(const uint8_t head[HCB_RESULT_HEAD_BYTES], uint64_t tag, uint32_t nranks,
+                                         struct hetccl_hcb_result_head *out);
+/* A data message's header: NULL when well-formed, else why not. */
+const char *hetccl_hcb_data_head_parse(const uint8_t head[HCB_DATA_HEAD_BYTES], uint32_t *kind, uint32_t *tag,
+                                       uint64_t *len);
+/* A peer's HELLO of `len` bytes to `rank` of `nranks`: NULL and *from when
+ * good, else why not. */
+const char *hetccl_hcb_hello_check(const uint8_t *h, size_t len, uint64_t tag, const uint8_t secret[HCB_SECRET_BYTES],
+                                   int rank, int nranks, uint32_t *from);
 
 #endif

@@ -64,6 +64,11 @@ hetcclResult_t hetccl_component_values_make(const void *rank0_blocks, void ***va
     struct hetccl_settings_table *t = hetccl_component_settings(s);
     if (!t) continue;
     (void)hetccl_settings_load(t);
+    const char *bad = hetccl_settings_agreed_unterminated(t, at);
+    if (bad) {
+      hetccl_component_values_free(v, n);
+      return hetccl_error(hetcclInvalidUsage, "rank 0's value of %s in the rank table is not terminated", bad);
+    }
     v[s] = malloc(t->values_size ? t->values_size : 1);
     if (!v[s]) {
       hetccl_component_values_free(v, n);

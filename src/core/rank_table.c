@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/components.h"
+#include "device/device.h"
 #include "transport/transport_desc.h"
 #include "util/error.h"
 
@@ -96,8 +97,23 @@ hetcclResult_t hetccl_rank_table_exchange(struct hetccl_comm *c, const struct he
   memcpy(mine + info_at(), me, sizeof *me);
   hetccl_component_blocks_pack(record(c, c->rank) + blocks_at(c));
   HETCCL_TRY(hetccl_bootstrap_allgather(c->bootstrap, c->rank_table, c->record_bytes));
+  return hetccl_rank_table_read(c);
+}
+
+hetcclResult_t hetccl_rank_table_read(struct hetccl_comm *c) {
   for (int r = 0; r < c->nranks; r++) HETCCL_TRY(check_header(c, r));
-  for (int r = 0; r < c->nranks; r++) memcpy(&c->infos[r], record(c, r) + info_at(), sizeof c->infos[r]);
+  for (int r = 0; r < c->nranks; r++) {
+    memcpy(&c->infos[r], record(c, r) + info_at(), sizeof c->infos[r]);
+    if (!memchr(c->infos[r].domain, 0, sizeof c->infos[r].domain))
+      return hetccl_error(hetcclInvalidUsage, "rank %d's domain label in the rank table is not terminated", r);
+    /* Ids index registries: one this build does not have is refused here, not looked up later. */
+    if (c->infos[r].device_kind < 0 || !hetccl_device_desc_get(c->infos[r].device_kind))
+      return hetccl_error(hetcclInvalidUsage, "rank %d has device kind %d, which this build does not have", r,
+                          (int)c->infos[r].device_kind);
+    if (c->infos[r].forced_transport < -1 || c->infos[r].forced_transport >= c->ntransports)
+      return hetccl_error(hetcclInvalidUsage, "rank %d forces transport %d, which this build does not have", r,
+                          (int)c->infos[r].forced_transport);
+  }
   /* Agreed settings: rank 0's, so every rank plans alike. */
   return hetccl_component_values_make(record(c, 0) + blocks_at(c), &c->component_values);
 }

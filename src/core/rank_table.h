@@ -19,6 +19,12 @@ hetcclResult_t hetccl_rank_table_alloc(struct hetccl_comm *c);
  * copies the fixed parts into c->infos and makes the communicator's
  * component values (agreed ones rank 0's). */
 hetcclResult_t hetccl_rank_table_exchange(struct hetccl_comm *c, const struct hetccl_rank_info *me);
+/* The part of the exchange that reads what the other ranks sent (the
+ * allgathered table in c->rank_table): checks every record's header, that
+ * its texts end and its ids exist here, copies the fixed parts into
+ * c->infos and makes c->component_values. A pure function of the table's
+ * bytes (fuzzed: tests/fuzz). */
+hetcclResult_t hetccl_rank_table_read(struct hetccl_comm *c);
 void hetccl_rank_table_free(struct hetccl_comm *c);
 
 /* Rank `rank`'s address for transport `t`, and whether `t` is set up there. */

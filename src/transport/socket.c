@@ -139,13 +139,16 @@ static hetcclResult_t progress_send(struct socket_link *l, int *moved) {
   return hetcclSuccess;
 }
 
+int hetccl_socket_piece_ok(const struct socket_piece_hdr *h) {
+  return h->magic == SOCKET_PIECE_MAGIC && h->bytes <= SOCKET_PIECE_BYTES && h->offset <= h->total &&
+         h->bytes <= h->total - h->offset && (h->bytes % 64 == 0 || h->offset + h->bytes == h->total) &&
+         (h->bytes > 0 || h->total == 0);
+}
+
 /* The header of a piece is in: check it and choose where its payload goes. */
 static hetcclResult_t on_header(struct socket_link *l, struct socket_stream *s) {
   const struct socket_piece_hdr *h = &s->recv_hdr;
-  int ok = h->magic == SOCKET_PIECE_MAGIC && h->bytes <= SOCKET_PIECE_BYTES && h->offset <= h->total &&
-           h->bytes <= h->total - h->offset && (h->bytes % 64 == 0 || h->offset + h->bytes == h->total) &&
-           (h->bytes > 0 || h->total == 0);
-  if (!ok)
+  if (!hetccl_socket_piece_ok(h))
     return socket_fail(l, hetccl_error(hetcclRemoteError,
                                        "socket link to rank %d: corrupt piece header (magic %#x, %u bytes at %llu "
                                        "of %llu)",

@@ -23,6 +23,12 @@
 
 /* A connection that has not sent its whole hello by then is dropped. */
 #define HELLO_TIMEOUT_NS 10000000000ull
+/* Connections in their hello: at most this many, this many from one
+ * address, and a silent one keeps its place this long under pressure
+ * (util/hello.h). Real streams send their hello with the connect. */
+#define HELLO_MAX_PENDING 1024
+#define HELLO_MAX_PER_SOURCE 256
+#define HELLO_GRACE_NS 1000000000ull
 
 _Static_assert(sizeof(struct socket_hello) <= HETCCL_HELLO_MAX_BYTES, "the socket hello fits the acceptor's buffer");
 
@@ -122,7 +128,7 @@ fail:
 
 /* The acceptor's check of a whole hello (util/hello.h): NULL when it is
  * good, else why not. */
-static const char *hello_problem(const uint8_t *bytes, void *arg) {
+const char *hetccl_socket_hello_problem(const uint8_t *bytes, void *arg) {
   const hetccl_net_ctx *ctx = arg;
   struct socket_hello h;
   memcpy(&h, bytes, sizeof(h));
@@ -143,8 +149,10 @@ static struct hetccl_hello_rules hello_rules(hetccl_net_ctx *ctx) {
   snprintf(r.who, sizeof(r.who), "socket: rank %d", ctx->rank);
   r.bytes = sizeof(struct socket_hello);
   r.window_ns = HELLO_TIMEOUT_NS;
-  r.max_pending = 0; /* bounded by the descriptors the process may open */
-  r.problem = hello_problem;
+  r.max_pending = HELLO_MAX_PENDING;
+  r.max_per_source = HELLO_MAX_PER_SOURCE;
+  r.grace_ns = HELLO_GRACE_NS;
+  r.problem = hetccl_socket_hello_problem;
   r.arg = ctx;
   return r;
 }
@@ -197,6 +205,7 @@ static hetcclResult_t pump_listener(hetccl_net_ctx *ctx, struct socket_state *st
   for (int i = st->hellos.n - 1; i >= 0; i--)
     if (hetccl_acceptor_read(&st->hellos, i, &rules, now) == HETCCL_HELLO_GOOD)
       HETCCL_TRY(hello_complete(st, &rules, i, peer, fds, have));
+  (void)hetccl_acceptor_expire(&st->hellos, &rules, now); /* and logs the count of refusals */
   return hetcclSuccess;
 }
 
@@ -223,7 +232,7 @@ static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *s
       goto fail;
     }
     HETCCL_CHECK(grow((void **)&pfds, &cap_pfds, st->hellos.n + 1, sizeof(*pfds)));
-    pfds[0] = (struct pollfd){.fd = st->listen_fd, .events = POLLIN};
+    pfds[0] = (struct pollfd){.fd = hetccl_acceptor_listening(&st->hellos, now) ? st->listen_fd : -1, .events = POLLIN};
     for (int i = 0; i < st->hellos.n; i++) pfds[i + 1] = (struct pollfd){.fd = st->hellos.conns[i].fd, .events = POLLIN};
     uint64_t wait_ms = (deadline - now) / 1000000 + 1;
     poll(pfds, (nfds_t)st->hellos.n + 1, wait_ms > 100 ? 100 : (int)wait_ms);

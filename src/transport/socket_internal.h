@@ -101,4 +101,11 @@ hetcclResult_t hetccl_socket_open_streams(hetccl_net_ctx *ctx, int peer,
                                           const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int *fds);
 void hetccl_socket_teardown(hetccl_net_ctx *ctx);
 
+/* Checks of what a peer sends, pure functions of the bytes (fuzzed:
+ * tests/fuzz): a piece header the data path can trust (1) or not (0); a
+ * whole hello for the communicator of `arg` (a hetccl_net_ctx): NULL when
+ * good, else why not. */
+int hetccl_socket_piece_ok(const struct socket_piece_hdr *h);
+const char *hetccl_socket_hello_problem(const uint8_t *bytes, void *arg);
+
 #endif

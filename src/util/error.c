@@ -10,6 +10,7 @@
 #define HETCCL_ERRMSG_BYTES 1024
 
 static _Thread_local char t_last[HETCCL_ERRMSG_BYTES];
+static _Thread_local int t_quiet;
 static char g_last[HETCCL_ERRMSG_BYTES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -38,9 +39,12 @@ hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
   pthread_mutex_lock(&g_lock);
   memcpy(g_last, t_last, sizeof g_last);
   pthread_mutex_unlock(&g_lock);
-  HETCCL_WARN("%s (%s)", t_last, code_name(code));
+  if (t_quiet) HETCCL_INFO("%s (%s)", t_last, code_name(code));
+  else HETCCL_WARN("%s (%s)", t_last, code_name(code));
   return code;
 }
+
+void hetccl_error_quiet(int on) { t_quiet += on ? 1 : -1; }
 
 const char *hetccl_last_error(void) {
   if (t_last[0]) return t_last;

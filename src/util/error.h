@@ -10,6 +10,11 @@
 /* Records the message as this thread's (and the process's) last error, logs it
  * at WARN level, and returns `code` so callers can `return hetccl_error(...)`. */
 hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Between hetccl_error_quiet(1) and hetccl_error_quiet(0) (they nest), this
+ * thread's errors are recorded as usual but logged at INFO, not WARN: for
+ * failures the caller expects and handles, such as a handshake it retries
+ * (a flood must not turn into a flood of log lines). */
+void hetccl_error_quiet(int on);
 /* The last error message recorded by this thread, else by any thread; "" if none. */
 const char *hetccl_last_error(void);
 

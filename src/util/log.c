@@ -65,3 +65,41 @@ void hetccl_log(int level, const char *file, int line, const char *fmt, ...) {
   fprintf(stderr, "hetccl %d %s %s:%d %s\n", (int)getpid(), names[level & 3], base ? base + 1 : file,
           line, msg);
 }
+
+/* 5312 -> "5,312": counts meant for people. */
+static const char *with_commas(unsigned long n, char buf[32]) {
+  char digits[24];
+  int len = snprintf(digits, sizeof digits, "%lu", n), out = 0;
+  for (int i = 0; i < len; i++) {
+    if (i > 0 && (len - i) % 3 == 0) buf[out++] = ',';
+    buf[out++] = digits[i];
+  }
+  buf[out] = 0;
+  return buf;
+}
+
+void hetccl_log_rate_flush(struct hetccl_log_rate *r, const char *who, const char *what, unsigned long long now_ns,
+                           int force) {
+  const unsigned long long window = HETCCL_LOG_RATE_WINDOW_MS * 1000000ull;
+  if (!r->window_ns || (!force && now_ns < r->window_ns + window)) return;
+  if (r->held) {
+    char n[32];
+    double span = (double)(now_ns - r->window_ns) / 1e9;
+    if (span > HETCCL_LOG_RATE_WINDOW_MS / 1000.0) span = HETCCL_LOG_RATE_WINDOW_MS / 1000.0;
+    HETCCL_WARN("%s: %s more %s in the last %.1f s", who, with_commas(r->held, n), what, span);
+  }
+  r->window_ns = 0;
+  r->shown = 0;
+  r->held = 0;
+}
+
+int hetccl_log_rate_admit(struct hetccl_log_rate *r, const char *who, const char *what, unsigned long long now_ns) {
+  hetccl_log_rate_flush(r, who, what, now_ns, 0);
+  if (!r->window_ns) r->window_ns = now_ns ? now_ns : 1;
+  if (r->shown < HETCCL_LOG_RATE_BURST) {
+    r->shown++;
+    return 1;
+  }
+  r->held++;
+  return 0;
+}

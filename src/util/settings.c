@@ -238,6 +238,18 @@ void hetccl_settings_pack_agreed(const struct hetccl_settings_table *t, const vo
   }
 }
 
+const char *hetccl_settings_agreed_unterminated(const struct hetccl_settings_table *t, const void *block) {
+  const char *in = block;
+  for (int i = 0; t && i < t->count; i++) {
+    const struct hetccl_setting *s = &t->items[i];
+    if (!s->agreed) continue;
+    size_t n = agreed_item_bytes(s);
+    if (s->kind == HETCCL_SETTING_TEXT && !memchr(in, 0, n)) return s->name;
+    in += n;
+  }
+  return NULL;
+}
+
 void hetccl_settings_unpack_agreed(const struct hetccl_settings_table *t, const void *block, void *values) {
   const char *in = block;
   for (int i = 0; t && i < t->count; i++) {

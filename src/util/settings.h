@@ -84,5 +84,9 @@ hetcclResult_t hetccl_settings_load(struct hetccl_settings_table *t);
 size_t hetccl_settings_agreed_bytes(const struct hetccl_settings_table *t);
 void hetccl_settings_pack_agreed(const struct hetccl_settings_table *t, const void *values, void *block);
 void hetccl_settings_unpack_agreed(const struct hetccl_settings_table *t, const void *block, void *values);
+/* A block from another rank: NULL when every text in it ends within its
+ * room, else the name of the first that does not (unpack would hand out an
+ * unterminated string). */
+const char *hetccl_settings_agreed_unterminated(const struct hetccl_settings_table *t, const void *block);
 
 #endif
