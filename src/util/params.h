@@ -23,6 +23,7 @@ struct hetccl_params {
   const char *device_kind;    /* HETCCL_DEVICE: "" (auto) or a device kind's name */
   int shm_window_kernel_read; /* HETCCL_SHM_WINDOW_READ: "kernel" (reduce straight from the window) or "copy" */
   size_t small_bytes;         /* HETCCL_SMALL_BYTES: below this the engine uses latency algorithms */
+  int64_t check_calls;        /* HETCCL_CHECK_CALLS: 1: messages carry call signatures, compared on receipt */
 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */
