@@ -102,7 +102,7 @@ static int cut_pieces(struct socket_link *l) {
 
 static hetcclResult_t write_stream(struct socket_link *l, struct socket_stream *s, int *moved) {
   const size_t hdr = sizeof(s->send_hdr);
-  while (s->send_busy) {
+  while (s->send_busy && !s->send_errno) {
     size_t bytes = s->send_hdr.bytes, done = s->send_done;
     struct iovec iov[2];
     int niov = 0;
@@ -114,6 +114,12 @@ static hetcclResult_t write_stream(struct socket_link *l, struct socket_stream *
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return hetcclSuccess;
       if (errno == EINTR) continue;
+      if (errno == EPIPE || errno == ECONNRESET) {
+        /* A peer that refused our call reports why before it closes: read
+         * what it sent before failing (progress()). */
+        s->send_errno = errno;
+        return hetcclSuccess;
+      }
       return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: send failed: %s", l->base.peer,
                                          strerror(errno)));
     }
@@ -246,7 +252,7 @@ static void send_report(struct socket_link *l, const struct hetccl_call_sig *min
   while (!hetccl_expired(deadline)) {
     int busy = 0, moved = 0;
     for (int i = 0; i < l->nstreams; i++) {
-      if (write_stream(l, &l->streams[i], &moved) != hetcclSuccess) return;
+      if (write_stream(l, &l->streams[i], &moved) != hetcclSuccess || l->streams[i].send_errno) return;
       busy |= l->streams[i].send_busy;
     }
     if (!busy) {
@@ -326,6 +332,10 @@ static hetcclResult_t progress(struct socket_link *l) {
     for (int i = 0; i < l->nstreams; i++) HETCCL_TRY(read_stream(l, &l->streams[i], &moved));
     HETCCL_TRY(deliver(l, &moved));
   } while (moved);
+  for (int i = 0; i < l->nstreams; i++)
+    if (l->streams[i].send_errno)
+      return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: send failed: %s", l->base.peer,
+                                         strerror(l->streams[i].send_errno)));
   return hetcclSuccess;
 }
 

@@ -82,6 +82,7 @@ struct socket_stream {
   int recv_full;                   /* a whole piece waits for delivery */
   int recv_direct;                 /* the payload already lies in the receive buffer */
   int eof;
+  int send_errno;                  /* the peer reset or closed: reported once reading found nothing better */
   uint8_t *staging;                /* SOCKET_PIECE_BYTES, allocated at connect */
 };
 

@@ -251,7 +251,7 @@ static void case_consume(struct env *e) {
     p[2 * k] = (struct pending){.link = l};
     p[2 * k + 1] = (struct pending){.link = l};
     CHECK(e, hetccl_link_isend(l, sbuf[k], sizes[k], NULL, &p[2 * k].req) == hetcclSuccess, "isend");
-    CHECK(e, hetccl_link_irecv(l, NULL, sizes[k], consume_add, &cs[k], &p[2 * k + 1].req) == hetcclSuccess,
+    CHECK(e, hetccl_link_irecv(l, NULL, sizes[k], consume_add, &cs[k], NULL, &p[2 * k + 1].req) == hetcclSuccess,
           "irecv");
   }
   hetcclResult_t rc = wait_all(p, 2 * N, 20000);
