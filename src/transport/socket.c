@@ -323,6 +323,27 @@ static hetcclResult_t deliver(struct socket_link *l, int *moved) {
   return hetcclSuccess;
 }
 
+/* The peer reset the link while we sent: if it did so because it refused
+ * our call, its report is among what it sent last. Pieces no receive took
+ * yet are dropped (the link is failing either way) until the report or
+ * the end of what arrived. */
+static hetcclResult_t find_report(struct socket_link *l) {
+  for (int i = 0; i < l->nstreams; i++) {
+    struct socket_stream *s = &l->streams[i];
+    for (;;) {
+      if (s->recv_full) {
+        s->recv_full = 0;
+        s->recv_direct = 0;
+        s->recv_got = 0;
+      }
+      int moved = 0;
+      HETCCL_TRY(read_stream(l, s, &moved));
+      if (!s->recv_full) break;
+    }
+  }
+  return hetcclSuccess;
+}
+
 static hetcclResult_t progress(struct socket_link *l) {
   if (l->error) return l->error;
   int moved;
@@ -333,9 +354,12 @@ static hetcclResult_t progress(struct socket_link *l) {
     HETCCL_TRY(deliver(l, &moved));
   } while (moved);
   for (int i = 0; i < l->nstreams; i++)
-    if (l->streams[i].send_errno)
+    if (l->streams[i].send_errno) {
+      int err = l->streams[i].send_errno;
+      HETCCL_TRY(find_report(l));
       return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: send failed: %s", l->base.peer,
-                                         strerror(l->streams[i].send_errno)));
+                                         strerror(err)));
+    }
   return hetcclSuccess;
 }
 
