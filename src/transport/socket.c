@@ -259,10 +259,7 @@ static void send_report(struct socket_link *l, const struct hetccl_call_sig *min
       ssize_t n = send(target->fd, (const char *)&f + done, sizeof f - done, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
       if (n > 0) done += (size_t)n;
-      if (done == sizeof f) {
-        l->reported = 1;
-        return;
-      }
+      if (done == sizeof f) return;
     }
     hetccl_backoff_pause(&b);
   }

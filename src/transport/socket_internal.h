@@ -94,7 +94,6 @@ struct socket_link {
   uint64_t send_piece;   /* global index of the next piece to cut; its stream is index % nstreams */
   uint64_t send_cut;     /* sequence of the send op being cut into pieces */
   uint64_t recv_piece;   /* global index of the next piece to deliver */
-  int reported;          /* a mismatch report went to the peer */
   hetcclResult_t error;  /* sticky */
 };
 
