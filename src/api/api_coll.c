@@ -45,6 +45,7 @@ static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff,
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
   struct hetccl_op o = make_op(HETCCL_COLL_ALLREDUCE, sendbuff, recvbuff, count, dt, 0, stream);
   HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  o.sig.op = hetccl_sig_op_of(op);
   return hetccl_enqueue(comm, &o);
 }
 
@@ -68,6 +69,7 @@ static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, si
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
   struct hetccl_op o = make_op(HETCCL_COLL_REDUCE, sendbuff, recvbuff, count, dt, root, stream);
   HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  o.sig.op = hetccl_sig_op_of(op);
   return hetccl_enqueue(comm, &o);
 }
 
@@ -90,6 +92,7 @@ static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvb
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, recvcount));
   struct hetccl_op o = make_op(HETCCL_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, dt, 0, stream);
   HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
+  o.sig.op = hetccl_sig_op_of(op);
   return hetccl_enqueue(comm, &o);
 }
 

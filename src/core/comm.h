@@ -35,6 +35,8 @@ struct hetccl_rank_info {
   int64_t timeout_ms;
   int32_t forced_transport; /* transport id, -1: best per link */
   int32_t can_window;       /* this rank's device can map a shm device window */
+  int32_t check_calls;      /* HETCCL_CHECK_CALLS */
+  int32_t reserved;
 };
 
 /* A PreMulSum operator made by hetcclRedOpCreatePreMulSum. */
@@ -92,6 +94,7 @@ struct hetccl_comm {
   pthread_mutex_t lock;             /* guards user_ops */
 
   atomic_int async_error;           /* first failure of an operation, else hetcclSuccess */
+  uint32_t call_seq;                /* collectives issued so far: the sequence number of call signatures */
   int finalized;
   int aborting;                     /* hetcclCommAbort: stop without waiting for device work */
 

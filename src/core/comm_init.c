@@ -74,6 +74,7 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->timeout_ms = p->timeout_ms;
   me->forced_transport = hetccl_transport_parse(p->transport);
   me->can_window = can_map_window(c);
+  me->check_calls = (int32_t)p->check_calls;
 }
 
 hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {

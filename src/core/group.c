@@ -38,7 +38,26 @@ hetcclResult_t hetccl_group_start(void) {
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_op *ops, int n) {
+/* The signature every message of `op` carries (transport/callsig.h); with
+ * HETCCL_CHECK_CALLS=0 (agreed: rank 0's value) none. Send/Recv are not
+ * numbered: only collectives must come in the same order on every rank. */
+static void sign_op(struct hetccl_comm *c, struct hetccl_op *op) {
+  uint8_t user_op = op->sig.op;
+  memset(&op->sig, 0, sizeof op->sig);
+  if (!c->infos[0].check_calls) return;
+  int p2p = op->coll == HETCCL_COLL_SEND || op->coll == HETCCL_COLL_RECV;
+  int rooted = p2p || op->coll == HETCCL_COLL_BROADCAST || op->coll == HETCCL_COLL_REDUCE ||
+               op->coll == HETCCL_COLL_GATHER || op->coll == HETCCL_COLL_SCATTER;
+  op->sig.kind = (uint8_t)(op->coll + 1);
+  op->sig.count = op->coll == HETCCL_COLL_ALLTOALLV ? 0 : (uint64_t)op->count;
+  op->sig.seq = p2p ? 0 : ++c->call_seq;
+  op->sig.root = rooted ? op->root : 0;
+  op->sig.rank = c->rank;
+  op->sig.dtype = (uint8_t)op->dtype;
+  op->sig.op = user_op;
+}
+
+hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *ops, int n) {
   hetcclResult_t rc = hetccl_comm_wait_init(c);
   if (rc != hetcclSuccess)
     return hetccl_error(hetcclInvalidUsage, "communicator failed to initialise (%s)", hetccl_result_str(rc));
@@ -46,12 +65,16 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
+  for (int i = 0; i < n; i++) sign_op(c, &ops[i]);
+  (void)hetccl_callsig_take_mismatch();
   uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
   rc = hetccl_plan_run(&c->topo, ops, n);
   if (traced) hetccl_trace_batch_end(c, ops, n, traced);
   /* A refused operation leaves the communicator usable; a failure while
-   * moving data leaves peers out of step, so the communicator is poisoned. */
-  if (rc != hetcclSuccess && rc != hetcclInvalidArgument && rc != hetcclInvalidUsage) {
+   * moving data leaves peers out of step, so the communicator is poisoned,
+   * and so is one whose ranks disagreed about a call (as NCCL leaves it). */
+  int mismatch = hetccl_callsig_take_mismatch();
+  if (rc != hetcclSuccess && (mismatch || (rc != hetcclInvalidArgument && rc != hetcclInvalidUsage))) {
     int ok = hetcclSuccess;
     atomic_compare_exchange_strong(&c->async_error, &ok, (int)rc);
   }
@@ -60,7 +83,10 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_
 
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op) {
   if (c->trace) hetccl_trace_enqueued(c, op);
-  if (g.depth == 0) return hetccl_comm_run_batch(c, op, 1);
+  if (g.depth == 0) {
+    struct hetccl_op one = *op;
+    return hetccl_comm_run_batch(c, &one, 1);
+  }
   if (g.n == g.cap) {
     int cap = g.cap ? g.cap * 2 : 64;
     struct group_entry *e = realloc(g.ents, (size_t)cap * sizeof *e);

@@ -27,7 +27,8 @@ hetcclResult_t hetccl_worker_wait(struct hetccl_comm *c);
 void hetccl_worker_stop(struct hetccl_comm *c);
 
 /* Runs a batch for one communicator on this thread, recording failures as the
- * communicator's asynchronous error. */
-hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, const struct hetccl_op *ops, int n);
+ * communicator's asynchronous error. Gives each op its call signature first
+ * (the communicator's next sequence number for each collective). */
+hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *ops, int n);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "hetccl.h"
 #include "device/reduce.h"
+#include "transport/callsig.h"
 
 enum hetccl_coll {
   HETCCL_COLL_ALLREDUCE = 0,
@@ -26,6 +27,8 @@ enum hetccl_coll {
   HETCCL_COLL_RECV,
   HETCCL_COLL_COUNT
 };
+
+_Static_assert(HETCCL_SIG_KINDS == HETCCL_COLL_COUNT + 1, "a call signature's kind is enum hetccl_coll + 1");
 
 static inline const char *hetccl_coll_name(int coll) {
   static const char *const names[HETCCL_COLL_COUNT] = {
@@ -50,6 +53,11 @@ struct hetccl_op {
   int root;
   const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
   hetcclStream_t stream;
+  /* What every message of this call carries (transport/callsig.h): filled
+   * by core when the call runs (its kind 0 while checks are off); the
+   * operations plans derive from a call keep the call's. `sig.op` is set
+   * at the API from the caller's reduction. */
+  struct hetccl_call_sig sig;
 };
 
 #endif

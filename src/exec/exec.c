@@ -66,19 +66,20 @@ static hetcclResult_t phase_add(struct hetccl_phase *ph, const struct hetccl_pha
 }
 
 hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, hetccl_link *l, const void *buf, size_t bytes) {
-  struct hetccl_phase_xfer x = {.send = 1, .link = l, .src = buf, .bytes = bytes};
+  struct hetccl_phase_xfer x = {.send = 1, .link = l, .src = buf, .bytes = bytes, .sig = ex->sig};
   return phase_add(&ex->phase, &x);
 }
 
 hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, hetccl_link *l, void *buf, size_t bytes) {
-  struct hetccl_phase_xfer x = {.send = 0, .link = l, .dst = buf, .bytes = bytes};
+  struct hetccl_phase_xfer x = {.send = 0, .link = l, .dst = buf, .bytes = bytes, .sig = ex->sig};
   return phase_add(&ex->phase, &x);
 }
 
 hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, void *dst, const void *a,
                                        size_t count, hetcclDataType_t dt, const hetccl_redop *op) {
   struct hetccl_phase_xfer x = {
-      .send = 0, .link = l, .dst = dst, .a = a, .bytes = count * hetccl_type_size(dt), .dt = dt, .op = *op};
+      .send = 0, .link = l, .dst = dst, .a = a, .bytes = count * hetccl_type_size(dt), .dt = dt, .op = *op,
+      .sig = ex->sig};
   x.op.premul = 0;
   x.op.postdiv = 0;
   return phase_add(&ex->phase, &x);
@@ -106,13 +107,14 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       if (x->send) {
-        HETCCL_TRY(hetccl_xfer_send(&ex->xfers, x->link, (const char *)x->src + off, n));
+        HETCCL_TRY(hetccl_xfer_send(&ex->xfers, x->link, (const char *)x->src + off, n, &x->sig));
       } else if (!x->a) {
-        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, NULL, NULL));
+        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, NULL, NULL, &x->sig));
       } else {
         args[k] = (struct hetccl_reduce_consumer){.dst = (char *)x->dst + off, .local = (const char *)x->a + off,
                                                   .dt = x->dt, .op = &x->op, .pieces = &ph->pieces};
-        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, hetccl_reduce_consume, &args[k]));
+        HETCCL_TRY(hetccl_xfer_recv(&ex->xfers, x->link, (char *)x->dst + off, n, hetccl_reduce_consume, &args[k],
+                                    &x->sig));
         k++;
       }
     }

@@ -33,6 +33,7 @@ struct hetccl_phase_xfer {
   size_t bytes;
   hetcclDataType_t dt;
   hetccl_redop op;
+  struct hetccl_call_sig sig; /* of the call: every message of the transfer carries it */
 };
 
 struct hetccl_phase {
@@ -71,6 +72,7 @@ struct hetccl_exec {
   struct hetccl_phase phase;          /* the link phase being recorded */
   struct hetccl_dexec *dexec;         /* GPU ranks: the device executor; NULL on host ranks */
   hetcclStream_t stream;              /* the stream of the operation being planned */
+  struct hetccl_call_sig sig;         /* the call being planned: its link phases' messages carry it */
   int64_t timeout_ms;                 /* host link phases: bound on a wait with no progress */
 };
 

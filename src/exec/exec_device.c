@@ -248,7 +248,7 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
       HETCCL_TRACE_MARK(HETCCL_TK_STAGE, "stage to host", x->link->peer, n, 0);
       HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
       HETCCL_TRY(D->event_record(ev, stream));
-      HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate, &x->sig));
     }
     staging += staged_span(x->bytes);
   }
@@ -258,7 +258,8 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
     if (x->send || window_of(d, x->link)) continue;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk)
-      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0,
+                                     &x->sig));
     landing += staged_span(x->bytes);
   }
   hetccl_progress_submit(d->engine, job);

@@ -258,11 +258,11 @@ hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_pr
 }
 
 hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *link, char *host, size_t bytes, int send,
-                                   int gate) {
+                                   int gate, const struct hetccl_call_sig *sig) {
   HETCCL_TRY(hetccl_array_room((void **)&j->x, &j->xcap, j->nx, sizeof *j->x, 16, "progress transfers"));
   HETCCL_TRY(hetccl_array_room((void **)&j->gate, &j->gate_cap, j->nx, sizeof *j->gate, 16, "progress transfers"));
   j->gate[j->nx] = gate;
-  j->x[j->nx++] = (struct hetccl_link_xfer){.link = link, .buf = host, .bytes = bytes, .send = send};
+  j->x[j->nx++] = (struct hetccl_link_xfer){.link = link, .buf = host, .bytes = bytes, .send = send, .sig = *sig};
   j->nrecv += !send;
   return hetcclSuccess;
 }

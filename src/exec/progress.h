@@ -72,8 +72,9 @@ hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_pr
 /* The next event of the job (gate index = *index); created on first use of the slot. */
 hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_progress_job *job, void **event,
                                      int *index);
+/* `sig`: the call the transfer belongs to (its messages carry it). */
 hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *job, hetccl_link *link, char *host, size_t bytes,
-                                   int send, int gate);
+                                   int send, int gate, const struct hetccl_call_sig *sig);
 /* Hands the job to the engine; sets job->flag_base (read it before the next begin). */
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *job);
 /* A check the engine runs about every period_ms, while idle and between

@@ -11,14 +11,15 @@ static hetcclResult_t add(struct hetccl_xfer_batch *b, const struct hetccl_link_
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes) {
-  struct hetccl_link_xfer x = {.link = l, .buf = (void *)buf, .bytes = bytes, .send = 1};
+hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes,
+                                const struct hetccl_call_sig *sig) {
+  struct hetccl_link_xfer x = {.link = l, .buf = (void *)buf, .bytes = bytes, .send = 1, .sig = *sig};
   return add(b, &x);
 }
 
 hetcclResult_t hetccl_xfer_recv(struct hetccl_xfer_batch *b, hetccl_link *l, void *buf, size_t bytes,
-                                hetccl_consume_fn fn, void *arg) {
-  struct hetccl_link_xfer x = {.link = l, .buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+                                hetccl_consume_fn fn, void *arg, const struct hetccl_call_sig *sig) {
+  struct hetccl_link_xfer x = {.link = l, .buf = buf, .bytes = bytes, .fn = fn, .arg = arg, .sig = *sig};
   return add(b, &x);
 }
 

@@ -13,9 +13,11 @@ struct hetccl_xfer_batch {
 };
 
 /* Recording grows the batch only beyond its largest size so far. */
-hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes);
+/* `sig`: the call the message belongs to (transport/callsig.h). */
+hetcclResult_t hetccl_xfer_send(struct hetccl_xfer_batch *b, hetccl_link *l, const void *buf, size_t bytes,
+                                const struct hetccl_call_sig *sig);
 hetcclResult_t hetccl_xfer_recv(struct hetccl_xfer_batch *b, hetccl_link *l, void *buf, size_t bytes,
-                                hetccl_consume_fn fn, void *arg);
+                                hetccl_consume_fn fn, void *arg, const struct hetccl_call_sig *sig);
 /* Posts every recorded transfer in order and drives them to completion,
  * failing with hetcclTimeout when nothing progresses for timeout_ms;
  * `pieces` (NULL: none) counts data arriving inside long receives, which is

@@ -28,6 +28,7 @@ static hetcclResult_t transfer(struct hetccl_plan_state *st, const struct hetccl
 
 static hetcclResult_t expand(struct hetccl_plan_state *st, const struct hetccl_op *op) {
   const struct hetccl_topology *t = st->topo;
+  st->ex.sig = op->sig; /* the link transfers below carry their call's signature */
   size_t esz = hetccl_type_size(op->dtype), c = op->count;
   const char *sb = op->sendbuff;
   char *rb = op->recvbuff;

@@ -111,6 +111,7 @@ static int is_p2p_shaped(int coll) {
 
 static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_op *op) {
   st->ex.stream = op->stream;
+  st->ex.sig = op->sig;
   switch (op->coll) {
     case HETCCL_COLL_ALLREDUCE: return hetccl_plan_allreduce(st, op);
     case HETCCL_COLL_REDUCESCATTER: return hetccl_plan_reducescatter(st, op);

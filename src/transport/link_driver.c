@@ -28,8 +28,8 @@ static hetcclResult_t link_failed(const struct hetccl_link_driver *d, const stru
 }
 
 hetcclResult_t hetccl_link_post(struct hetccl_link_driver *d, struct hetccl_link_xfer *x) {
-  hetcclResult_t rc = x->send ? hetccl_link_isend(x->link, x->buf, x->bytes, &x->req)
-                              : hetccl_link_irecv(x->link, x->buf, x->bytes, x->fn, x->arg, &x->req);
+  hetcclResult_t rc = x->send ? hetccl_link_isend(x->link, x->buf, x->bytes, &x->sig, &x->req)
+                              : hetccl_link_irecv(x->link, x->buf, x->bytes, x->fn, x->arg, &x->sig, &x->req);
   if (rc != hetcclSuccess) return link_failed(d, x, rc);
   HETCCL_TRACE_CHUNK('b', x->send, x->link->peer, x->bytes, ((uint64_t)(uintptr_t)x->link << 24) ^ (x->req << 1) ^ (uint64_t)x->send);
   x->state = HETCCL_XFER_POSTED;

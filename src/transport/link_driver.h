@@ -35,6 +35,7 @@ struct hetccl_link_xfer {
   void *arg;
   int send;
   int state;               /* enum hetccl_xfer_state */
+  struct hetccl_call_sig sig; /* of the call the message belongs to (zero: none) */
   uint64_t req;
 };
 

@@ -23,7 +23,14 @@ struct hetccl_opq_entry {
   size_t issued;          /* bytes handed on (copied into slots, cut into pieces) */
   size_t finished;        /* bytes whose handling has completed */
   uint32_t inflight;      /* pieces issued but not yet finished (socket sends) */
+  struct hetccl_call_sig sig; /* sends: carried by every piece; receives: what a piece must carry */
 };
+
+/* The signature an operation was posted with (NULL: unchecked). */
+static inline struct hetccl_call_sig hetccl_opq_sig(const struct hetccl_call_sig *sig) {
+  struct hetccl_call_sig none = {0};
+  return sig ? *sig : none;
+}
 
 struct hetccl_opq {
   struct hetccl_opq_entry *ops;  /* ring indexed by seq & (cap - 1) */

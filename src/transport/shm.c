@@ -6,6 +6,7 @@
  * `tail`. Nothing is copied twice and nothing is allocated per message.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,6 +88,33 @@ static hetcclResult_t shm_fail(struct shm_link *l, hetcclResult_t rc) {
   return rc;
 }
 
+/* A receive met a message of another call: both calls go into the
+ * segment for the peer (closed = 3), and the link is broken. */
+static hetcclResult_t shm_mismatch(struct shm_link *l, const struct hetccl_call_sig *mine,
+                                   const struct hetccl_call_sig *theirs) {
+  char where[64];
+  snprintf(where, sizeof where, "shm link from rank %d", l->base.peer);
+  l->error = hetccl_callsig_mismatch(where, mine, theirs);
+  l->seg.hdr->report[l->side][0] = *mine;
+  l->seg.hdr->report[l->side][1] = *theirs;
+  atomic_store_explicit(&l->seg.hdr->closed[l->side], 3, memory_order_release);
+  return l->error;
+}
+
+/* The peer refused a message of ours as another call than its own (its
+ * report names both); the caller decides whether the link breaks here. */
+static hetcclResult_t shm_peer_report(const struct shm_link *l) {
+  char where[64];
+  snprintf(where, sizeof where, "shm link to rank %d", l->base.peer);
+  const struct hetccl_call_sig *r = l->seg.hdr->report[1 - l->side];
+  return hetccl_callsig_mismatch(where, &r[0], &r[1]);
+}
+
+static hetcclResult_t shm_peer_mismatch(struct shm_link *l) {
+  l->error = shm_peer_report(l);
+  return l->error;
+}
+
 /* Copies as many pieces of queued sends into free slots as fit. */
 static int shm_progress_send(struct shm_link *l) {
   struct hetccl_shm_ring *r = &l->tx;
@@ -106,6 +134,7 @@ static int shm_progress_send(struct shm_link *l) {
     m->total = op->bytes;
     m->offset = op->issued;
     m->bytes = piece;
+    m->sig = op->sig;
     atomic_store_explicit(&r->ctrl->head, ++r->mine, memory_order_release);
     op->issued += piece;
     if (op->issued == op->bytes) l->sendq.head++; /* the caller's buffer is free again */
@@ -127,6 +156,13 @@ static int shm_progress_recv(struct shm_link *l, hetcclResult_t *rc) {
     uint32_t slot = (uint32_t)(r->mine % r->nslots);
     const struct hetccl_shm_slot_meta *m = &r->meta[slot];
     uint64_t msg = m->msg, total = m->total, offset = m->offset, bytes = m->bytes;
+    /* The first piece says which call the message is of (the size check
+     * below would catch only some disagreements, and name none). */
+    if (op->issued == 0 && !hetccl_callsig_match(&op->sig, &m->sig)) {
+      struct hetccl_call_sig theirs = m->sig;
+      *rc = shm_mismatch(l, &op->sig, &theirs);
+      return moved;
+    }
     if (total != op->bytes) {
       *rc = shm_fail(l, hetccl_error(hetcclInvalidUsage,
                                      "shm link from rank %d: message %llu was sent with %llu bytes but received "
@@ -162,6 +198,7 @@ static int shm_progress_recv(struct shm_link *l, hetcclResult_t *rc) {
 static hetcclResult_t shm_check_peer(struct shm_link *l) {
   uint32_t peer_closed = atomic_load_explicit(&l->seg.hdr->closed[1 - l->side], memory_order_acquire);
   if (peer_closed) {
+    if (peer_closed == 3) return shm_peer_mismatch(l);
     /* The peer may have published its last slots just before closing. */
     hetcclResult_t rc = hetcclSuccess;
     if (shm_progress_send(l) | shm_progress_recv(l, &rc)) return rc;
@@ -196,11 +233,20 @@ static hetcclResult_t shm_progress(struct shm_link *l) {
   return hetcclSuccess;
 }
 
-static hetcclResult_t shm_isend(hetccl_link *link, const void *buf, size_t bytes, uint64_t *req) {
-  struct shm_link *l = (struct shm_link *)link;
+/* A side that sends without receiving learns of a mismatch it caused at its
+ * next post: one load of a line the peer writes only when the link ends. */
+static hetcclResult_t shm_post_check(struct shm_link *l) {
   if (l->error) return l->error;
+  if (atomic_load_explicit(&l->seg.hdr->closed[1 - l->side], memory_order_acquire) == 3) return shm_peer_mismatch(l);
+  return hetcclSuccess;
+}
+
+static hetcclResult_t shm_isend(hetccl_link *link, const void *buf, size_t bytes, const struct hetccl_call_sig *sig,
+                                uint64_t *req) {
+  struct shm_link *l = (struct shm_link *)link;
+  HETCCL_TRY(shm_post_check(l));
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "shm: send of %zu bytes from NULL", bytes);
-  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes};
+  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes, .sig = hetccl_opq_sig(sig)};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->sendq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_SEND);
@@ -209,11 +255,11 @@ static hetcclResult_t shm_isend(hetccl_link *link, const void *buf, size_t bytes
 }
 
 static hetcclResult_t shm_irecv(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
-                                uint64_t *req) {
+                                const struct hetccl_call_sig *sig, uint64_t *req) {
   struct shm_link *l = (struct shm_link *)link;
-  if (l->error) return l->error;
+  HETCCL_TRY(shm_post_check(l));
   if (!buf && bytes && !fn) return hetccl_error(hetcclInvalidArgument, "shm: receive of %zu bytes into NULL", bytes);
-  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg, .sig = hetccl_opq_sig(sig)};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->recvq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_RECV);
@@ -256,6 +302,7 @@ static hetcclResult_t shm_lane_open(hetccl_link *link, int tx, unsigned gen, siz
 static hetcclResult_t shm_peer_state(hetccl_link *link) {
   struct shm_link *l = (struct shm_link *)link;
   uint32_t closed = atomic_load_explicit(&l->seg.hdr->closed[1 - l->side], memory_order_acquire);
+  if (closed == 3) return shm_peer_report(l);
   if (closed)
     return hetccl_error(hetcclRemoteError, "shm link to rank %d: the peer %s", l->base.peer,
                         closed == 2 ? "failed" : "closed the link");

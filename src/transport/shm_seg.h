@@ -15,7 +15,7 @@
 #include "transport/transport.h"
 
 #define HETCCL_SHM_MAGIC 0x68657463636c736dull /* "hetcclsm" */
-#define HETCCL_SHM_VERSION 3u
+#define HETCCL_SHM_VERSION 4u /* 4: slots carry call signatures; mismatch reports */
 #define HETCCL_SHM_ALIGN 4096u
 #define HETCCL_SHM_NAME_BYTES 64
 
@@ -45,7 +45,10 @@ struct hetccl_shm_header {
   int32_t rank[2];
   _Atomic uint32_t ready;      /* creator finished initialising (release) */
   _Atomic uint32_t attached;   /* opener has mapped it; the name is gone */
-  _Atomic uint32_t closed[2];  /* 1: side closed its link, 2: side hit an error */
+  _Atomic uint32_t closed[2];  /* 1: side closed its link, 2: side hit an error, 3: side met a call mismatch */
+  /* Written by a side before it sets closed to 3: its own call and the
+   * call of the message it refused, for the peer's error message. */
+  struct hetccl_call_sig report[2][2];
 };
 
 /* Counters of one direction, each in its own cache line: the sender writes
@@ -61,6 +64,7 @@ struct hetccl_shm_slot_meta {
   uint64_t total;              /* the message's size as sent */
   uint64_t offset;             /* of this piece within the message */
   uint64_t bytes;              /* of this piece */
+  struct hetccl_call_sig sig;  /* of the call the message belongs to */
 };
 
 /* One direction as seen from one side. */

@@ -8,6 +8,7 @@
  * otherwise in the stream's staging buffer, from which consume reads it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +18,11 @@
 #include "transport/socket_internal.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/time.h"
+#include "util/wait.h"
+
+/* How long a rank that refused a message tries to get its report out. */
+#define SOCKET_REPORT_MS 1000
 
 static hetcclResult_t socket_fail(struct socket_link *l, hetcclResult_t rc) {
   l->error = rc;
@@ -80,7 +86,7 @@ static int cut_pieces(struct socket_link *l) {
     if (piece > SOCKET_PIECE_BYTES) piece = SOCKET_PIECE_BYTES;
     s->send_hdr = (struct socket_piece_hdr){
         .magic = SOCKET_PIECE_MAGIC, .bytes = (uint32_t)piece, .msg = l->send_cut, .offset = op->issued,
-        .total = op->bytes};
+        .total = op->bytes, .sig = op->sig};
     s->send_payload = (const uint8_t *)op->buf + op->issued;
     s->send_done = 0;
     s->send_msg = l->send_cut;
@@ -96,7 +102,7 @@ static int cut_pieces(struct socket_link *l) {
 
 static hetcclResult_t write_stream(struct socket_link *l, struct socket_stream *s, int *moved) {
   const size_t hdr = sizeof(s->send_hdr);
-  while (s->send_busy) {
+  while (s->send_busy && !s->send_errno) {
     size_t bytes = s->send_hdr.bytes, done = s->send_done;
     struct iovec iov[2];
     int niov = 0;
@@ -108,6 +114,12 @@ static hetcclResult_t write_stream(struct socket_link *l, struct socket_stream *
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return hetcclSuccess;
       if (errno == EINTR) continue;
+      if (errno == EPIPE || errno == ECONNRESET) {
+        /* A peer that refused our call reports why before it closes: read
+         * what it sent before failing (progress()). */
+        s->send_errno = errno;
+        return hetcclSuccess;
+      }
       return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: send failed: %s", l->base.peer,
                                          strerror(errno)));
     }
@@ -148,6 +160,14 @@ int hetccl_socket_piece_ok(const struct socket_piece_hdr *h) {
 /* The header of a piece is in: check it and choose where its payload goes. */
 static hetcclResult_t on_header(struct socket_link *l, struct socket_stream *s) {
   const struct socket_piece_hdr *h = &s->recv_hdr;
+  if (h->magic == SOCKET_REPORT_MAGIC) {
+    if (h->bytes != 2 * sizeof(struct hetccl_call_sig) || h->offset != 0 || h->total != h->bytes)
+      return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: corrupt mismatch report",
+                                         l->base.peer));
+    s->recv_direct = 0;
+    s->recv_dest = s->staging;
+    return hetcclSuccess;
+  }
   if (!hetccl_socket_piece_ok(h))
     return socket_fail(l, hetccl_error(hetcclRemoteError,
                                        "socket link to rank %d: corrupt piece header (magic %#x, %u bytes at %llu "
@@ -158,7 +178,8 @@ static hetcclResult_t on_header(struct socket_link *l, struct socket_stream *s) 
   s->recv_dest = s->staging;
   if (h->msg >= l->recvq.head && h->msg < l->recvq.tail && h->bytes > 0) {
     struct hetccl_opq_entry *op = hetccl_opq_at(&l->recvq, h->msg);
-    if (!op->fn && op->bytes == h->total) {
+    /* Straight into the caller's buffer only for a message of its call. */
+    if (!op->fn && op->bytes == h->total && hetccl_callsig_match(&op->sig, &h->sig)) {
       s->recv_dest = (uint8_t *)op->buf + h->offset;
       s->recv_direct = 1;
     }
@@ -201,8 +222,59 @@ static hetcclResult_t read_stream(struct socket_link *l, struct socket_stream *s
       HETCCL_TRY(on_header(l, s));
     else if (s->recv_got > hdr && s->recv_got == hdr + s->recv_hdr.bytes)
       s->recv_full = 1;
+    if (s->recv_full && s->recv_hdr.magic == SOCKET_REPORT_MAGIC) {
+      /* The peer refused a message of ours: its call, then ours. */
+      struct hetccl_call_sig r[2];
+      memcpy(r, s->staging, sizeof r);
+      char where[64];
+      snprintf(where, sizeof where, "socket link to rank %d", l->base.peer);
+      return socket_fail(l, hetccl_callsig_mismatch(where, &r[0], &r[1]));
+    }
   }
   return hetcclSuccess;
+}
+
+/* Tells the peer which calls disagreed, in the place of the next piece of
+ * this direction (so it is read in order, after every piece cut before it):
+ * pieces under way are finished first. Best effort within
+ * SOCKET_REPORT_MS; a peer that never gets it sees the link end instead. */
+static void send_report(struct socket_link *l, const struct hetccl_call_sig *mine, const struct hetccl_call_sig *theirs) {
+  struct {
+    struct socket_piece_hdr h;
+    struct hetccl_call_sig sig[2];
+  } f;
+  memset(&f, 0, sizeof f);
+  f.h = (struct socket_piece_hdr){.magic = SOCKET_REPORT_MAGIC, .bytes = (uint32_t)sizeof f.sig, .total = sizeof f.sig};
+  f.sig[0] = *mine;
+  f.sig[1] = *theirs;
+  struct socket_stream *target = &l->streams[l->send_piece % (uint64_t)l->nstreams];
+  uint64_t deadline = hetccl_deadline_ms(SOCKET_REPORT_MS);
+  struct hetccl_backoff b;
+  hetccl_backoff_reset(&b);
+  size_t done = 0;
+  while (!hetccl_expired(deadline)) {
+    int busy = 0, moved = 0;
+    for (int i = 0; i < l->nstreams; i++) {
+      if (write_stream(l, &l->streams[i], &moved) != hetcclSuccess || l->streams[i].send_errno) return;
+      busy |= l->streams[i].send_busy;
+    }
+    if (!busy) {
+      ssize_t n = send(target->fd, (const char *)&f + done, sizeof f - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
+      if (n > 0) done += (size_t)n;
+      if (done == sizeof f) return;
+    }
+    hetccl_backoff_pause(&b);
+  }
+}
+
+/* A receive met a message of another call: the peer is told, the link breaks. */
+static hetcclResult_t socket_mismatch(struct socket_link *l, const struct hetccl_call_sig *mine,
+                                      const struct hetccl_call_sig *theirs) {
+  send_report(l, mine, theirs);
+  char where[64];
+  snprintf(where, sizeof where, "socket link from rank %d", l->base.peer);
+  return socket_fail(l, hetccl_callsig_mismatch(where, mine, theirs));
 }
 
 /* Hands whole pieces to the posted receives in global piece order. */
@@ -218,6 +290,10 @@ static hetcclResult_t deliver(struct socket_link *l, int *moved) {
       break;
     }
     const struct socket_piece_hdr *h = &s->recv_hdr;
+    if (op->issued == 0 && !hetccl_callsig_match(&op->sig, &h->sig)) {
+      struct hetccl_call_sig theirs = h->sig;
+      return socket_mismatch(l, &op->sig, &theirs);
+    }
     if (h->total != op->bytes)
       return socket_fail(l, hetccl_error(hetcclInvalidUsage,
                                          "socket link from rank %d: message %llu was sent with %llu bytes but "
@@ -247,6 +323,27 @@ static hetcclResult_t deliver(struct socket_link *l, int *moved) {
   return hetcclSuccess;
 }
 
+/* The peer reset the link while we sent: if it did so because it refused
+ * our call, its report is among what it sent last. Pieces no receive took
+ * yet are dropped (the link is failing either way) until the report or
+ * the end of what arrived. */
+static hetcclResult_t find_report(struct socket_link *l) {
+  for (int i = 0; i < l->nstreams; i++) {
+    struct socket_stream *s = &l->streams[i];
+    for (;;) {
+      if (s->recv_full) {
+        s->recv_full = 0;
+        s->recv_direct = 0;
+        s->recv_got = 0;
+      }
+      int moved = 0;
+      HETCCL_TRY(read_stream(l, s, &moved));
+      if (!s->recv_full) break;
+    }
+  }
+  return hetcclSuccess;
+}
+
 static hetcclResult_t progress(struct socket_link *l) {
   if (l->error) return l->error;
   int moved;
@@ -256,14 +353,22 @@ static hetcclResult_t progress(struct socket_link *l) {
     for (int i = 0; i < l->nstreams; i++) HETCCL_TRY(read_stream(l, &l->streams[i], &moved));
     HETCCL_TRY(deliver(l, &moved));
   } while (moved);
+  for (int i = 0; i < l->nstreams; i++)
+    if (l->streams[i].send_errno) {
+      int err = l->streams[i].send_errno;
+      HETCCL_TRY(find_report(l));
+      return socket_fail(l, hetccl_error(hetcclRemoteError, "socket link to rank %d: send failed: %s", l->base.peer,
+                                         strerror(err)));
+    }
   return hetcclSuccess;
 }
 
-static hetcclResult_t socket_isend(hetccl_link *link, const void *buf, size_t bytes, uint64_t *req) {
+static hetcclResult_t socket_isend(hetccl_link *link, const void *buf, size_t bytes,
+                                   const struct hetccl_call_sig *sig, uint64_t *req) {
   struct socket_link *l = (struct socket_link *)link;
   if (l->error) return l->error;
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "socket: send of %zu bytes from NULL", bytes);
-  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes};
+  struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes, .sig = hetccl_opq_sig(sig)};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->sendq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_SEND);
@@ -274,12 +379,12 @@ static hetcclResult_t socket_isend(hetccl_link *link, const void *buf, size_t by
 }
 
 static hetcclResult_t socket_irecv(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
-                                   uint64_t *req) {
+                                   const struct hetccl_call_sig *sig, uint64_t *req) {
   struct socket_link *l = (struct socket_link *)link;
   if (l->error) return l->error;
   if (!buf && bytes && !fn)
     return hetccl_error(hetcclInvalidArgument, "socket: receive of %zu bytes into NULL", bytes);
-  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+  struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg, .sig = hetccl_opq_sig(sig)};
   uint64_t seq;
   HETCCL_TRY(hetccl_opq_push(&l->recvq, &op, &seq));
   *req = hetccl_req_make(seq, HETCCL_OP_RECV);

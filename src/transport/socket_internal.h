@@ -17,8 +17,9 @@
 #include "util/sock.h"
 
 #define SOCKET_ADDR_MAGIC 0x6b736368u          /* "hcsk" */
-#define SOCKET_HELLO_MAGIC 0x316b736c63637468ull /* "htcclsk1": version 1 */
+#define SOCKET_HELLO_MAGIC 0x326b736c63637468ull /* "htcclsk2": version 2 (pieces carry call signatures) */
 #define SOCKET_PIECE_MAGIC 0x65636970u         /* "pice" */
+#define SOCKET_REPORT_MAGIC 0x6d73696du        /* "mism": a call mismatch report, two signatures follow */
 /* Largest piece of a message on one stream, and so the staging buffer size. */
 #define SOCKET_PIECE_BYTES ((size_t)256 << 10)
 #define SOCKET_BUF_BYTES (4 << 20)             /* SO_SNDBUF / SO_RCVBUF request */
@@ -47,6 +48,7 @@ struct socket_piece_hdr {
   uint64_t msg;     /* message sequence in this direction */
   uint64_t offset;  /* of the payload within the message */
   uint64_t total;   /* the message's size as sent */
+  struct hetccl_call_sig sig; /* of the call the message belongs to */
 };
 
 /* A connection with a verified hello that no connect() has claimed yet. */
@@ -80,6 +82,7 @@ struct socket_stream {
   int recv_full;                   /* a whole piece waits for delivery */
   int recv_direct;                 /* the payload already lies in the receive buffer */
   int eof;
+  int send_errno;                  /* the peer reset or closed: reported once reading found nothing better */
   uint8_t *staging;                /* SOCKET_PIECE_BYTES, allocated at connect */
 };
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "hetccl.h"
+#include "transport/callsig.h"
 
 #define HETCCL_TRANSPORT_ADDR_BYTES 64
 #define HETCCL_SECRET_BYTES 16
@@ -100,9 +101,14 @@ struct hetccl_transport_ops {
   hetcclResult_t (*setup)(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
   hetcclResult_t (*connect)(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
                             hetccl_link **link);
-  hetcclResult_t (*isend)(hetccl_link *link, const void *buf, size_t bytes, uint64_t *req);
-  hetcclResult_t (*irecv)(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
+  /* Every message carries the signature of the call it belongs to (NULL:
+   * none); a receive compares what arrives with its own (callsig.h) before
+   * writing a byte, fails with hetcclInvalidUsage naming both calls, and
+   * tells the peer, whose next test() of the link fails the same way. */
+  hetcclResult_t (*isend)(hetccl_link *link, const void *buf, size_t bytes, const struct hetccl_call_sig *sig,
                           uint64_t *req);
+  hetcclResult_t (*irecv)(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
+                          const struct hetccl_call_sig *sig, uint64_t *req);
   /* Drives the link; sets *done once `req` (from isend or irecv on this link) has completed. */
   hetcclResult_t (*test)(hetccl_link *link, uint64_t req, int *done);
   void (*close)(hetccl_link *link);
@@ -119,7 +125,7 @@ struct hetccl_transport_ops {
   hetcclResult_t (*mem_register)(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
   void (*mem_deregister)(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h);
 };
-#define HETCCL_TRANSPORT_OPS_VERSION 2
+#define HETCCL_TRANSPORT_OPS_VERSION 3
 
 /* Every link starts with this header; the transport's own state follows. */
 struct hetccl_link {
@@ -155,12 +161,13 @@ void hetccl_mem_deregister_all(hetccl_net_ctx *ctx, int transport);
  * of registrations in the process forgets it (ofi: ofi_regcache.h). */
 void hetccl_transport_forget_range(const void *base, size_t bytes);
 
-static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, size_t n, uint64_t *req) {
-  return l->ops->isend(l, buf, n, req);
+static inline hetcclResult_t hetccl_link_isend(hetccl_link *l, const void *buf, size_t n,
+                                               const struct hetccl_call_sig *sig, uint64_t *req) {
+  return l->ops->isend(l, buf, n, sig, req);
 }
 static inline hetcclResult_t hetccl_link_irecv(hetccl_link *l, void *buf, size_t n, hetccl_consume_fn fn,
-                                               void *arg, uint64_t *req) {
-  return l->ops->irecv(l, buf, n, fn, arg, req);
+                                               void *arg, const struct hetccl_call_sig *sig, uint64_t *req) {
+  return l->ops->irecv(l, buf, n, fn, arg, sig, req);
 }
 static inline const void *hetccl_link_extension(hetccl_link *l, const char *name) {
   return l && l->ops->extension ? l->ops->extension(l, name) : NULL;

@@ -29,6 +29,8 @@ static const struct hetccl_setting g_items[] = {
      .multiple = 64, .agreed = 1, AT(chunk_bytes), .help = "pipeline chunk of the built-in engine"},
     {.name = "HETCCL_SMALL_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "64K", .min = 0, .max = GIB, .agreed = 1,
      AT(small_bytes), .help = "below this size the engine uses latency algorithms"},
+    {.name = "HETCCL_CHECK_CALLS", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1, .agreed = 1,
+     AT(check_calls), .help = "1: ranks that disagree about a call fail with hetcclInvalidUsage; 0: unchecked"},
     {.name = "HETCCL_TRANSPORT", .kind = HETCCL_SETTING_TEXT, .max_len = 32, .agreed = 1, AT(transport),
      .unset_means = "best per link", .help = "one transport for every link"},
     {.name = "HETCCL_DEVICE", .kind = HETCCL_SETTING_TEXT, .max_len = 32, AT(device_kind), .unset_means = "auto",

@@ -114,7 +114,10 @@ static hetcclResult_t fakepipe_connect(hetccl_net_ctx *ctx, int peer,
   return hetcclSuccess;
 }
 
-static hetcclResult_t fakepipe_isend(hetccl_link *link, const void *buf, size_t bytes, uint64_t *req) {
+/* Call signatures are not carried: this transport leaves calls unchecked. */
+static hetcclResult_t fakepipe_isend(hetccl_link *link, const void *buf, size_t bytes,
+                                     const struct hetccl_call_sig *sig, uint64_t *req) {
+  (void)sig;
   struct fakepipe_link *l = (struct fakepipe_link *)link;
   if (l->tx_posted - l->tx_done == FAKEPIPE_QUEUE) return hetccl_error(hetcclInternalError, "fakepipe: send queue full");
   struct fakepipe_msg *m = &l->tx[l->tx_posted % FAKEPIPE_QUEUE];
@@ -124,7 +127,8 @@ static hetcclResult_t fakepipe_isend(hetccl_link *link, const void *buf, size_t 
 }
 
 static hetcclResult_t fakepipe_irecv(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
-                                     uint64_t *req) {
+                                     const struct hetccl_call_sig *sig, uint64_t *req) {
+  (void)sig;
   struct fakepipe_link *l = (struct fakepipe_link *)link;
   if (l->rx_posted - l->rx_done == FAKEPIPE_QUEUE) return hetccl_error(hetcclInternalError, "fakepipe: receive queue full");
   struct fakepipe_msg *m = &l->rx[l->rx_posted % FAKEPIPE_QUEUE];

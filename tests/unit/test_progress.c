@@ -224,7 +224,7 @@ static void tjob_begin(struct side *s, struct tjob *t) {
 
 static void tjob_xfer(struct side *s, struct tjob *t, hetccl_link *l, uint8_t *buf, size_t n, int send) {
   int gate = send ? tjob_event(s, t) : 0;
-  CHECK(hetccl_progress_add(t->j, l, (char *)buf, n, send, gate) == hetcclSuccess, "progress_add");
+  CHECK(hetccl_progress_add(t->j, l, (char *)buf, n, send, gate, &(struct hetccl_call_sig){0}) == hetcclSuccess, "progress_add");
 }
 
 static void tjob_submit(struct side *s, struct tjob *t) {
@@ -470,7 +470,7 @@ static void case_timeout(void) {
   tjob_xfer(A, &j1, pr.l[0], s1, 1000, 1);
   tjob_open(&j1, 0);
   tjob_submit(A, &j1);
-  CHECK(hetccl_link_irecv(pr.l[1], p1, 1000, NULL, NULL, &req) == hetcclSuccess, "peer irecv");
+  CHECK(hetccl_link_irecv(pr.l[1], p1, 1000, NULL, NULL, NULL, &req) == hetcclSuccess, "peer irecv");
   CHECK(flag_holds(A, j1.base, 600) && !atomic_load(&A->err), "a gated send was a stall (%d)", atomic_load(&A->err));
   tjob_open(&j1, 1);
   CHECK(link_done_within(pr.l[1], req, WAIT_MS) && received(p1, 1000, 0x500), "the gated send never arrived");
@@ -495,7 +495,7 @@ static void case_timeout(void) {
   tjob_open(&j3, 1);
   tjob_submit(A, &j3);
   CHECK(wait_flag(A, j3.final) == j3.final, "a later job ended at %u, expected %u", flag_now(A), j3.final);
-  CHECK(hetccl_link_irecv(pr.l[1], p3, 10, NULL, NULL, &req) == hetcclSuccess, "peer irecv");
+  CHECK(hetccl_link_irecv(pr.l[1], p3, 10, NULL, NULL, NULL, &req) == hetcclSuccess, "peer irecv");
   CHECK(!link_done_within(pr.l[1], req, 50) && untouched(p3, 10), "a job after the failure still sent");
   CHECK(atomic_load(&A->err) == hetcclTimeout, "the first error was replaced by %d", atomic_load(&A->err));
 out:

@@ -194,8 +194,8 @@ static void case_sizes(struct env *e) {
     int a = me == 0 ? 2 * k : 2 * k + 1, b = me == 0 ? 2 * k + 1 : 2 * k;
     p[a] = (struct pending){.link = l};
     p[b] = (struct pending){.link = l};
-    CHECK(e, hetccl_link_irecv(l, rbuf[k], sizes[peer][k], NULL, NULL, &p[a].req) == hetcclSuccess, "irecv");
-    CHECK(e, hetccl_link_isend(l, sbuf[k], sizes[me][k], &p[b].req) == hetcclSuccess, "isend");
+    CHECK(e, hetccl_link_irecv(l, rbuf[k], sizes[peer][k], NULL, NULL, NULL, &p[a].req) == hetcclSuccess, "irecv");
+    CHECK(e, hetccl_link_isend(l, sbuf[k], sizes[me][k], NULL, &p[b].req) == hetcclSuccess, "isend");
   }
   hetcclResult_t rc = wait_all(p, 2 * N, 20000);
   CHECK(e, rc == hetcclSuccess, "wait: %d %s", rc, hetccl_last_error());
@@ -250,8 +250,8 @@ static void case_consume(struct env *e) {
     cs[k] = (struct consume_state){.dst = acc[k], .total = sizes[k]};
     p[2 * k] = (struct pending){.link = l};
     p[2 * k + 1] = (struct pending){.link = l};
-    CHECK(e, hetccl_link_isend(l, sbuf[k], sizes[k], &p[2 * k].req) == hetcclSuccess, "isend");
-    CHECK(e, hetccl_link_irecv(l, NULL, sizes[k], consume_add, &cs[k], &p[2 * k + 1].req) == hetcclSuccess,
+    CHECK(e, hetccl_link_isend(l, sbuf[k], sizes[k], NULL, &p[2 * k].req) == hetcclSuccess, "isend");
+    CHECK(e, hetccl_link_irecv(l, NULL, sizes[k], consume_add, &cs[k], NULL, &p[2 * k + 1].req) == hetcclSuccess,
           "irecv");
   }
   hetcclResult_t rc = wait_all(p, 2 * N, 20000);
@@ -288,9 +288,9 @@ static void case_all_pairs(struct env *e) {
       rsize[peer][k] = rs;
       fill(sbuf[peer][k], ss, e->sh->seed, me, peer, k);
       p[np] = (struct pending){.link = e->links[peer]};
-      CHECK(e, hetccl_link_isend(e->links[peer], sbuf[peer][k], ss, &p[np++].req) == hetcclSuccess, "isend");
+      CHECK(e, hetccl_link_isend(e->links[peer], sbuf[peer][k], ss, NULL, &p[np++].req) == hetcclSuccess, "isend");
       p[np] = (struct pending){.link = e->links[peer]};
-      CHECK(e, hetccl_link_irecv(e->links[peer], rbuf[peer][k], rs, NULL, NULL, &p[np++].req) == hetcclSuccess,
+      CHECK(e, hetccl_link_irecv(e->links[peer], rbuf[peer][k], rs, NULL, NULL, NULL, &p[np++].req) == hetcclSuccess,
             "irecv");
     }
   }
@@ -327,11 +327,11 @@ static void case_many_outstanding(struct env *e) {
       rs[k] = pick_size(e->sh->seed + (uint64_t)round, peer, me, k, 199);
       fill(sbuf[k], ss[k], e->sh->seed, me, peer, k + 1000 * round);
       p[k] = (struct pending){.link = l};
-      CHECK(e, hetccl_link_irecv(l, rbuf[k], rs[k], NULL, NULL, &p[k].req) == hetcclSuccess, "irecv");
+      CHECK(e, hetccl_link_irecv(l, rbuf[k], rs[k], NULL, NULL, NULL, &p[k].req) == hetcclSuccess, "irecv");
     }
     for (int k = 0; k < N; k++) {
       p[N + k] = (struct pending){.link = l};
-      CHECK(e, hetccl_link_isend(l, sbuf[k], ss[k], &p[N + k].req) == hetcclSuccess, "isend");
+      CHECK(e, hetccl_link_isend(l, sbuf[k], ss[k], NULL, &p[N + k].req) == hetcclSuccess, "isend");
     }
     hetcclResult_t rc = wait_all(p, 2 * N, 20000);
     CHECK(e, rc == hetcclSuccess, "wait: %d %s", rc, hetccl_last_error());
@@ -371,8 +371,8 @@ static void case_bandwidth(struct env *e) {
     for (int i = -1; i < iters[c]; i++) { /* i == -1 warms the path */
       if (i == 0) t0 = hetccl_now_ns();
       struct pending p = {.link = l};
-      hetcclResult_t rc = me == 0 ? hetccl_link_isend(l, buf, n, &p.req)
-                                  : hetccl_link_irecv(l, dst, n, NULL, NULL, &p.req);
+      hetcclResult_t rc = me == 0 ? hetccl_link_isend(l, buf, n, NULL, &p.req)
+                                  : hetccl_link_irecv(l, dst, n, NULL, NULL, NULL, &p.req);
       if (rc == hetcclSuccess) rc = wait_all(&p, 1, 20000);
       CHECK(e, rc == hetcclSuccess, "bandwidth transfer: %s", hetccl_last_error());
       if (rc != hetcclSuccess) break;

@@ -173,21 +173,21 @@ static void case_mismatch(struct env *e) {
     if (e->ctx.rank == 0) {
       uint8_t *buf = malloc(mm->sent + 1);
       fill(buf, mm->sent, 7);
-      CHECK(e, hetccl_link_isend(l, buf, mm->sent, &req) == hetcclSuccess, "isend");
+      CHECK(e, hetccl_link_isend(l, buf, mm->sent, NULL, &req) == hetcclSuccess, "isend");
       hetcclResult_t rc = wait_req(l, req, 10000);
       /* The sender may finish (the bytes left) or learn of the failure. */
       CHECK(e, rc == hetcclSuccess || rc == hetcclRemoteError, "send of %zu: %d %s", mm->sent, rc,
             hetccl_last_error());
       /* Its next receive must fail, not hang: the receiver broke the link. */
       uint8_t one;
-      if (rc == hetcclSuccess && hetccl_link_irecv(l, &one, 1, NULL, NULL, &req) == hetcclSuccess)
+      if (rc == hetcclSuccess && hetccl_link_irecv(l, &one, 1, NULL, NULL, NULL, &req) == hetcclSuccess)
         rc = wait_req(l, req, 10000);
       CHECK(e, rc == hetcclRemoteError, "after the peer's mismatch: got %d, want RemoteError", rc);
       free(buf);
     } else {
       uint8_t *buf = malloc(mm->posted + 64);
       memset(buf, 0xcd, mm->posted + 64);
-      CHECK(e, hetccl_link_irecv(l, buf, mm->posted, NULL, NULL, &req) == hetcclSuccess, "irecv");
+      CHECK(e, hetccl_link_irecv(l, buf, mm->posted, NULL, NULL, NULL, &req) == hetcclSuccess, "irecv");
       hetcclResult_t rc = wait_req(l, req, 10000);
       CHECK(e, rc == hetcclInvalidUsage, "receive of %zu for a send of %zu: got %d, want InvalidUsage", mm->posted,
             mm->sent, rc);
@@ -236,7 +236,7 @@ static void case_sender_killed(struct env *e) {
   uint64_t req;
   if (e->ctx.rank == 0) {
     for (int k = 0; k < KILL_MSGS; k++) {
-      CHECK(e, hetccl_link_isend(e->link, buf, BIG, &req) == hetcclSuccess, "isend");
+      CHECK(e, hetccl_link_isend(e->link, buf, BIG, NULL, &req) == hetcclSuccess, "isend");
       uint64_t until = hetccl_now_ns() + 20000000;
       int done = 0;
       while (!done && hetccl_now_ns() < until) hetccl_link_test(e->link, req, &done);
@@ -249,7 +249,7 @@ static void case_sender_killed(struct env *e) {
   hetcclResult_t rc = hetcclSuccess;
   uint64_t t0 = 0;
   for (int k = 0; k < KILL_MSGS && rc == hetcclSuccess; k++) {
-    CHECK(e, hetccl_link_irecv(e->link, NULL, BIG, consume_slowly, &sc, &req) == hetcclSuccess, "irecv");
+    CHECK(e, hetccl_link_irecv(e->link, NULL, BIG, consume_slowly, &sc, NULL, &req) == hetcclSuccess, "irecv");
     t0 = hetccl_now_ns();
     rc = wait_req(e->link, req, 10000);
   }
@@ -268,12 +268,12 @@ static void case_receiver_killed(struct env *e) {
   uint64_t req;
   if (e->ctx.rank == 1) {
     struct slow_consume sc = {0, 5};
-    CHECK(e, hetccl_link_irecv(e->link, NULL, BIG, consume_slowly, &sc, &req) == hetcclSuccess, "irecv");
+    CHECK(e, hetccl_link_irecv(e->link, NULL, BIG, consume_slowly, &sc, NULL, &req) == hetcclSuccess, "irecv");
     wait_req(e->link, req, 10000);
     CHECK(e, 0, "still alive after 5 pieces");
     return;
   }
-  CHECK(e, hetccl_link_isend(e->link, buf, BIG, &req) == hetcclSuccess, "isend");
+  CHECK(e, hetccl_link_isend(e->link, buf, BIG, NULL, &req) == hetcclSuccess, "isend");
   uint64_t t0 = hetccl_now_ns();
   hetcclResult_t rc = wait_req(e->link, req, 10000);
   double s = (double)(hetccl_now_ns() - t0) / 1e9;
@@ -293,7 +293,7 @@ static void case_peer_closed(struct env *e) {
   }
   uint8_t buf[100];
   uint64_t req;
-  CHECK(e, hetccl_link_irecv(e->link, buf, sizeof(buf), NULL, NULL, &req) == hetcclSuccess, "irecv");
+  CHECK(e, hetccl_link_irecv(e->link, buf, sizeof(buf), NULL, NULL, NULL, &req) == hetcclSuccess, "irecv");
   hetcclResult_t rc = wait_req(e->link, req, 5000);
   CHECK(e, rc == hetcclRemoteError, "receive after the peer closed: got %d, want RemoteError", rc);
 }
@@ -381,8 +381,8 @@ static void case_bad_hellos(struct env *e) {
   fill(out, n, 100 + (uint64_t)me);
   fill(want, n, 100 + (uint64_t)(1 - me));
   uint64_t rs, ss;
-  CHECK(e, hetccl_link_irecv(e->link, in, n, NULL, NULL, &rs) == hetcclSuccess, "irecv");
-  CHECK(e, hetccl_link_isend(e->link, out, n, &ss) == hetcclSuccess, "isend");
+  CHECK(e, hetccl_link_irecv(e->link, in, n, NULL, NULL, NULL, &rs) == hetcclSuccess, "irecv");
+  CHECK(e, hetccl_link_isend(e->link, out, n, NULL, &ss) == hetcclSuccess, "isend");
   CHECK(e, wait_req(e->link, ss, 10000) == hetcclSuccess, "send: %s", hetccl_last_error());
   CHECK(e, wait_req(e->link, rs, 10000) == hetcclSuccess, "recv: %s", hetccl_last_error());
   CHECK(e, memcmp(in, want, n) == 0, "data differs after hostile connections");

@@ -128,13 +128,13 @@ static int run_rank(int rank, int tid, struct shared *sh, size_t minb, size_t ma
   for (size_t b = minb; b <= maxb; b *= 2, row++) {
     uint64_t req;
     for (int w = 0; w < 2; w++) { /* warm-up: fault pages, fill caches */
-      if (rank == 0 ? hetccl_link_isend(link, buf, b, &req) : hetccl_link_irecv(link, buf, b, NULL, NULL, &req)) return 1;
+      if (rank == 0 ? hetccl_link_isend(link, buf, b, NULL, &req) : hetccl_link_irecv(link, buf, b, NULL, NULL, NULL, &req)) return 1;
       if (wait_req(link, req)) return 1;
     }
     pthread_barrier_wait(&sh->bar);
     uint64_t t0 = hetccl_now_ns();
     for (int i = 0; i < iters; i++) {
-      if (rank == 0 ? hetccl_link_isend(link, buf, b, &req) : hetccl_link_irecv(link, buf, b, NULL, NULL, &req)) return 1;
+      if (rank == 0 ? hetccl_link_isend(link, buf, b, NULL, &req) : hetccl_link_irecv(link, buf, b, NULL, NULL, NULL, &req)) return 1;
       if (wait_req(link, req)) return 1;
     }
     if (rank == 1) sh->seconds[row] = (double)(hetccl_now_ns() - t0) * 1e-9 / iters;

@@ -44,6 +44,8 @@ struct hetccl_eng_item {
   /* Post only after channel dep_chan (index in the flow) completed dep_done items. */
   int dep_chan;
   uint64_t dep_done;
+  /* The call the message belongs to, when not the flow's (grouped send/recv). */
+  const struct hetccl_call_sig *sig;
 };
 
 
@@ -72,6 +74,7 @@ struct hetccl_eng_flow {
   hetcclDataType_t dt;
   size_t ts;
   const hetccl_redop *op;
+  struct hetccl_call_sig sig; /* of the call: every message of the flow carries it */
   hetccl_eng_describe_fn describe;
   void *ctx;               /* the algorithm's state */
   struct hetccl_eng_chan *chans;  /* this flow's channels (dependencies index them) */

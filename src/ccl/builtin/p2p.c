@@ -26,6 +26,7 @@ void hetccl_eng_flow_init(struct hetccl_eng_flow *f, struct hetccl_vcomm *vc, co
     f->dt = op->dtype;
     f->ts = hetccl_type_size(op->dtype);
     f->op = &op->redop;
+    f->sig = op->sig;
   }
 }
 
@@ -67,7 +68,8 @@ static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct hetccl_eng_
     if (it->dep_chan >= 0 && f->chans[it->dep_chan].done < it->dep_done) break;
     uint64_t slot = ch->posted % ch->window;
     struct hetccl_link_xfer *x = &ch->x[slot];
-    *x = (struct hetccl_link_xfer){.link = ch->link, .buf = it->buf, .bytes = it->bytes, .send = ch->send};
+    *x = (struct hetccl_link_xfer){
+        .link = ch->link, .buf = it->buf, .bytes = it->bytes, .send = ch->send, .sig = it->sig ? *it->sig : f->sig};
     if (it->bytes == 0 && f->skip_empty) {
       x->state = HETCCL_XFER_DONE;
       d->moved = 1;

@@ -22,6 +22,7 @@ static void sr_describe(struct hetccl_eng_flow *f, const struct hetccl_eng_chan 
   const struct hetccl_op *op = &c->ops[c->order[c->start[ch->tag] + (int)i]];
   it->bytes = op->count * hetccl_type_size(op->dtype);
   it->buf = ch->send ? (void *)op->sendbuff : op->recvbuff;
+  it->sig = &op->sig;
 }
 
 /* Sorts the batch's point-to-point ops by (peer, direction), keeping batch
