@@ -12,6 +12,7 @@
  * completion queue, then advances every link: software providers move
  * data only while polled, so any link's test() progresses all of them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,18 +51,61 @@ hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c
 /* A size mismatch found by the sender: the receiver must hear of it, so it
  * goes as a send with a completion, and test() keeps the provider moving
  * until it left (software providers send only while polled). */
-static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes) {
+static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes, const struct hetccl_call_sig *sig) {
   struct ofi_state *st = l->st;
   struct ofi_ctrl_recv *m = &l->ctrl_recvs[OFI_CTRL_RECVS + 1];
   m->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_MISMATCH_SEND, .link = l};
-  m->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = st->comm_tag,
+  m->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = (uint32_t)st->comm_tag,
                              .msg = msg, .bytes = bytes};
+  ofi_ctrl_put_sig(&m->msg, sig);
   ssize_t rc = fi_tsend(st->ep, &m->msg, sizeof m->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL, l->peer_addr,
                         OFI_CTRL_TAG | (uint64_t)st->rank, &m->ctx);
   if (rc == 0)
     l->mismatch_pending = 1;
   else
     (void)hetccl_ofi_send_ctrl(l, &m->msg); /* the provider is full: best effort */
+}
+
+static hetcclResult_t link_error(struct ofi_link *l) {
+  if (l->sig_mismatch) { /* repeated through callsig, so core sees a mismatch too */
+    char where[48];
+    snprintf(where, sizeof where, "ofi link to rank %d", l->base.peer);
+    return hetccl_callsig_mismatch(where, &l->mm_expected, &l->mm_sent);
+  }
+  return hetccl_error(l->error, "%s", l->error_text);
+}
+
+/* Fails the link for a call mismatch, naming both calls (`expected`: the
+ * receive's); every later call repeats it. */
+static hetcclResult_t fail_mismatch(struct ofi_link *l, const struct hetccl_call_sig *expected,
+                                    const struct hetccl_call_sig *sent) {
+  if (!l->error) {
+    l->sig_mismatch = 1;
+    l->mm_expected = *expected;
+    l->mm_sent = *sent;
+    l->error = hetcclInvalidUsage; /* the text is link_error's, made from both calls */
+    snprintf(l->error_text, sizeof l->error_text, "ofi link to rank %d: the ranks called different collectives",
+             l->base.peer);
+  }
+  return link_error(l);
+}
+
+/* The sender's check of an advertisement against its send: sizes, then calls.
+ * 0: they agree; else the link has failed and the receiver is told. */
+static int send_disagrees(struct ofi_link *l, uint64_t msg, size_t bytes, const struct hetccl_call_sig *sent,
+                          uint64_t rtr_bytes, const struct hetccl_call_sig *expected) {
+  if (!hetccl_callsig_match(expected, sent)) {
+    send_mismatch(l, msg, bytes, sent);
+    (void)fail_mismatch(l, expected, sent);
+    return 1;
+  }
+  if (rtr_bytes != bytes) {
+    send_mismatch(l, msg, bytes, sent);
+    hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
+                    (unsigned long long)msg, bytes, (unsigned long long)rtr_bytes);
+    return 1;
+  }
+  return 0;
 }
 
 static hetcclResult_t flush_ctrl(struct ofi_link *l, int *moved) {
@@ -84,7 +128,7 @@ static hetcclResult_t flush_ctrl(struct ofi_link *l, int *moved) {
 static void on_ctrl(struct ofi_link *l, const struct ofi_ctrl *c, size_t len) {
   struct ofi_state *st = l->st;
   if (l->error || l->closed) return;
-  if (len != sizeof *c || c->magic != OFI_CTRL_MAGIC || c->comm_tag != st->comm_tag) {
+  if (len != sizeof *c || c->magic != OFI_CTRL_MAGIC || c->comm_tag != (uint32_t)st->comm_tag) {
     hetccl_ofi_fail(l, hetcclRemoteError, "malformed control message (%zu bytes, magic %#x)", len, c->magic);
     return;
   }
@@ -113,19 +157,17 @@ static void on_ctrl(struct ofi_link *l, const struct ofi_ctrl *c, size_t len) {
       return;
     }
     l->rtr_seen++;
-    if (c->msg < l->send_cut) { /* sent eagerly already: only the sizes to compare */
-      size_t sent = l->eager_sent[slot].bytes;
-      if (l->eager_sent[slot].msg != c->msg) {
+    struct hetccl_call_sig expected = ofi_ctrl_sig(c, l->base.peer);
+    if (c->msg < l->send_cut) { /* sent eagerly already: sizes and calls to compare */
+      if (l->eager_sent[slot].msg != c->msg)
         hetccl_ofi_fail(l, hetcclRemoteError, "advertisement of message %llu, which was not sent eagerly",
                         (unsigned long long)c->msg);
-      } else if (sent != c->bytes) {
-        send_mismatch(l, c->msg, sent);
-        hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
-                        (unsigned long long)c->msg, sent, (unsigned long long)c->bytes);
-      }
+      else
+        (void)send_disagrees(l, c->msg, l->eager_sent[slot].bytes, &l->eager_sent[slot].sig, c->bytes, &expected);
       return;
     }
-    *r = (struct ofi_rtr){.valid = 1, .msg = c->msg, .bytes = c->bytes, .addr = c->addr, .key = c->key};
+    *r = (struct ofi_rtr){.valid = 1, .msg = c->msg, .bytes = c->bytes, .addr = c->addr, .key = c->key,
+                          .sig = expected};
     return;
   }
   case OFI_CTRL_EMPTY: {
@@ -138,7 +180,13 @@ static void on_ctrl(struct ofi_link *l, const struct ofi_ctrl *c, size_t len) {
     return;
   }
   case OFI_CTRL_MISMATCH: {
-    size_t want = l->rx[slot].busy ? hetccl_opq_at(&l->recvq, c->msg)->bytes : 0;
+    int posted = l->rx[slot].busy && c->msg < l->recvq.tail;
+    size_t want = posted ? hetccl_opq_at(&l->recvq, c->msg)->bytes : 0;
+    struct hetccl_call_sig sent = ofi_ctrl_sig(c, l->base.peer);
+    if (posted && !hetccl_callsig_match(&hetccl_opq_at(&l->recvq, c->msg)->sig, &sent)) {
+      (void)fail_mismatch(l, &hetccl_opq_at(&l->recvq, c->msg)->sig, &sent);
+      return;
+    }
     hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %llu bytes but received into %zu bytes",
                     (unsigned long long)c->msg, (unsigned long long)c->bytes, want);
     return;
@@ -211,7 +259,7 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
     if (n < 0) return hetccl_error(hetcclSystemError, "ofi: fi_cq_read: %s", hetccl_ofi_strerror(st, n));
     *moved = 1;
     for (ssize_t i = 0; i < n; i++) {
-      if (ev[i].flags & FI_REMOTE_CQ_DATA) {
+      if ((ev[i].flags & FI_REMOTE_CQ_DATA) && !(ev[i].flags & FI_RECV)) {
         on_remote_write(st, (uint32_t)ev[i].data);
         continue;
       }
@@ -226,6 +274,7 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
       } else if (oc->kind == OFI_CTX_EAGER_RECV) {
         struct ofi_rx_slot *rx = (struct ofi_rx_slot *)oc;
         rx->eager_len = ev[i].len;
+        rx->eager_key = (ev[i].flags & FI_REMOTE_CQ_DATA) ? (uint32_t)ev[i].data : 0;
         rx->arrived = 1;
       } else if (oc->kind == OFI_CTX_CTRL_RECV) {
         struct ofi_ctrl_recv *r = (struct ofi_ctrl_recv *)oc;
@@ -274,8 +323,9 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
     size_t piece = ofi_piece_bytes(st->piece_bytes, op->bytes);
     *rx = (struct ofi_rx_slot){.busy = 1, .msg = l->rtr_next, .piece = piece,
                                .npieces = (op->bytes + piece - 1) / piece, .stage = -1};
-    struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_RTR, .comm_tag = st->comm_tag,
+    struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_RTR, .comm_tag = (uint32_t)st->comm_tag,
                          .msg = l->rtr_next, .bytes = op->bytes};
+    ofi_ctrl_put_sig(&c, &op->sig);
     if (op->bytes && op->bytes <= OFI_EAGER_BYTES) {
       /* The sender does not wait for this one's advertisement: its tagged
        * send lands in the slot's eager buffer; the RTR still goes, so the
@@ -344,6 +394,11 @@ static void deliver(struct ofi_link *l, int *moved) {
     if (!rx->busy || rx->msg != l->recvq.head) return;
     if (rx->eager) {
       if (!rx->arrived) return;
+      uint32_t mine = ofi_sig_key32(&op->sig);
+      /* Another call's message: not a byte is copied; the sender, which
+       * compares the whole signature on this receive's RTR, sends its call,
+       * and the MISMATCH fails the link naming both. */
+      if (rx->eager_key && mine && rx->eager_key != mine) return;
       if (rx->eager_len != op->bytes) {
         hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %zu bytes",
                         (unsigned long long)rx->msg, rx->eager_len, op->bytes);
@@ -397,8 +452,8 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       struct ofi_write *w = l->free_writes;
       w->msg = l->send_cut;
       w->bytes = op->bytes;
-      ssize_t rc = fi_tsend(st->ep, op->buf, op->bytes, reg ? reg->desc : NULL, l->peer_addr,
-                            ofi_eager_tag(l->send_cut, st->rank), &w->ctx);
+      ssize_t rc = fi_tsenddata(st->ep, op->buf, op->bytes, reg ? reg->desc : NULL, ofi_sig_key32(&op->sig),
+                                l->peer_addr, ofi_eager_tag(l->send_cut, st->rank), &w->ctx);
       if (rc == -FI_EAGAIN) return hetcclSuccess;
       if (rc)
         return hetccl_ofi_fail(l, hetcclRemoteError, "eager send of %zu bytes failed: %s", op->bytes,
@@ -409,27 +464,19 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       unsigned slot = (unsigned)(l->send_cut % OFI_RTR_WINDOW);
       l->eager_sent[slot].msg = l->send_cut;
       l->eager_sent[slot].bytes = op->bytes;
+      l->eager_sent[slot].sig = op->sig;
       if (r->valid && r->msg == l->send_cut) { /* its advertisement came first */
         r->valid = 0;
-        if (r->bytes != op->bytes) {
-          send_mismatch(l, l->send_cut, op->bytes);
-          return hetccl_ofi_fail(l, hetcclInvalidUsage,
-                                 "message %llu was sent with %zu bytes but received into %llu bytes",
-                                 (unsigned long long)l->send_cut, op->bytes, (unsigned long long)r->bytes);
-        }
+        if (send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) return l->error;
       }
       l->send_cut++;
       *moved = 1;
       continue;
     }
     if (!r->valid || r->msg != l->send_cut) return hetcclSuccess;
-    if (r->bytes != op->bytes) {
-      send_mismatch(l, l->send_cut, op->bytes);
-      return hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
-                             (unsigned long long)l->send_cut, op->bytes, (unsigned long long)r->bytes);
-    }
+    if (send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) return l->error;
     if (op->bytes == 0) {
-      struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_EMPTY, .comm_tag = st->comm_tag,
+      struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_EMPTY, .comm_tag = (uint32_t)st->comm_tag,
                            .msg = l->send_cut};
       HETCCL_TRY(hetccl_ofi_send_ctrl(l, &c));
       r->valid = 0;
@@ -505,17 +552,15 @@ hetcclResult_t hetccl_ofi_progress(struct ofi_state *st) {
 
 /* ---- ops ---- */
 
-static hetcclResult_t link_error(struct ofi_link *l) {
-  return hetccl_error(l->error, "%s", l->error_text);
-}
 
-static hetcclResult_t ofi_isend(hetccl_link *link, const void *buf, size_t bytes, uint64_t *req) {
+static hetcclResult_t ofi_isend(hetccl_link *link, const void *buf, size_t bytes, const struct hetccl_call_sig *sig,
+                                uint64_t *req) {
   struct ofi_link *l = (struct ofi_link *)link;
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "ofi: send of %zu bytes from NULL", bytes);
   pthread_mutex_lock(&l->st->lock);
   hetcclResult_t rc = l->error ? link_error(l) : hetcclSuccess;
   if (rc == hetcclSuccess) {
-    struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes};
+    struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes, .sig = hetccl_opq_sig(sig)};
     uint64_t seq;
     rc = hetccl_opq_push(&l->sendq, &op, &seq);
     if (rc == hetcclSuccess) {
@@ -529,13 +574,13 @@ static hetcclResult_t ofi_isend(hetccl_link *link, const void *buf, size_t bytes
 }
 
 static hetcclResult_t ofi_irecv(hetccl_link *link, void *buf, size_t bytes, hetccl_consume_fn fn, void *arg,
-                                uint64_t *req) {
+                                const struct hetccl_call_sig *sig, uint64_t *req) {
   struct ofi_link *l = (struct ofi_link *)link;
   if (!buf && bytes && !fn) return hetccl_error(hetcclInvalidArgument, "ofi: receive of %zu bytes into NULL", bytes);
   pthread_mutex_lock(&l->st->lock);
   hetcclResult_t rc = l->error ? link_error(l) : hetcclSuccess;
   if (rc == hetcclSuccess) {
-    struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg};
+    struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg, .sig = hetccl_opq_sig(sig)};
     uint64_t seq;
     rc = hetccl_opq_push(&l->recvq, &op, &seq);
     if (rc == hetcclSuccess) {

@@ -352,7 +352,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
    * connects (software providers move data only while polled). */
   struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
-  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = st->comm_tag};
+  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
   hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.mac);
   st->links[peer] = l;
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);

@@ -54,22 +54,63 @@ enum ofi_ctrl_type {
   OFI_CTRL_HELLO = 4,    /* first message each way: proves the communicator's secret (mac) */
 };
 
-/* Every control message (tagged OFI_CTRL_TAG | sender rank, sent inline). */
+/* Every control message (tagged OFI_CTRL_TAG | sender rank, sent inline).
+ * RTR carries the signature of the receive it advertises and MISMATCH the
+ * sender's (transport/callsig.h, without the rank: the link names it), so
+ * the sender compares calls before it writes a byte and both ends name
+ * both calls. 64 bytes: what tcp;ofi_rxm injects. */
 struct ofi_ctrl {
   uint32_t magic;
-  uint32_t type;
-  uint64_t comm_tag;
+  uint8_t type;
+  uint8_t sig_kind;      /* struct hetccl_call_sig's kind, dtype, op */
+  uint8_t sig_dtype;
+  uint8_t sig_op;
+  uint32_t comm_tag;     /* the communicator's tag, low 32 bits (the HELLO proves the secret) */
+  uint32_t sig_seq;
   union {
     struct {
       uint64_t msg;
-      uint64_t bytes;
+      uint64_t bytes;    /* RTR: the receive's size; MISMATCH: the send's */
       uint64_t addr;     /* RTR: remote address of byte 0 (virtual or offset, per mr_mode) */
       uint64_t key;      /* RTR */
     };
     uint8_t mac[32];     /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank) */
   };
+  uint64_t sig_count;
+  int32_t sig_root;
+  uint32_t reserved;
 };
-_Static_assert(sizeof(struct ofi_ctrl) == 48, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
+_Static_assert(sizeof(struct ofi_ctrl) == 64, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
+
+static inline void ofi_ctrl_put_sig(struct ofi_ctrl *c, const struct hetccl_call_sig *s) {
+  c->sig_kind = s->kind;
+  c->sig_dtype = s->dtype;
+  c->sig_op = s->op;
+  c->sig_seq = s->seq;
+  c->sig_count = s->count;
+  c->sig_root = s->root;
+}
+static inline struct hetccl_call_sig ofi_ctrl_sig(const struct ofi_ctrl *c, int rank) {
+  return (struct hetccl_call_sig){.count = c->sig_count, .seq = c->sig_seq, .root = c->sig_root, .rank = rank,
+                                  .kind = c->sig_kind, .dtype = c->sig_dtype, .op = c->sig_op};
+}
+
+/* 32 bits an eager send carries as its immediate data, so the receiver can
+ * check the call before it copies out of the landing slot: 0 for an
+ * unchecked call; equal for two signatures that hetccl_callsig_match
+ * accepts (a Send and its Recv hash alike), different otherwise but for
+ * hash collisions, which the sender's full comparison on the RTR catches. */
+static inline uint32_t ofi_sig_key32(const struct hetccl_call_sig *s) {
+  if (s->kind == HETCCL_SIG_NONE) return 0;
+  int p2p = s->kind == HETCCL_SIG_SEND || s->kind == HETCCL_SIG_RECV;
+  uint64_t f[5] = {p2p ? 0xffu : s->kind, s->count, s->dtype, p2p ? 0 : ((uint64_t)s->seq << 32 | (uint32_t)s->root),
+                   p2p ? 0 : s->op};
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the fields */
+  for (int i = 0; i < 5; i++)
+    for (int b = 0; b < 8; b++) h = (h ^ ((f[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
+  uint32_t k = (uint32_t)(h ^ (h >> 32));
+  return k ? k : 1;
+}
 
 /* Immediate data of a write: sender rank, message slot, piece index. */
 static inline uint32_t ofi_imm(int rank, uint64_t msg, uint32_t piece) {
@@ -117,6 +158,7 @@ struct ofi_rx_slot {
   int busy;
   int eager;               /* lands in the link's eager slot, as a tagged message */
   size_t eager_len;        /* what arrived (the sender's size) */
+  uint32_t eager_key;      /* its immediate data: the sender's ofi_sig_key32 (0: none) */
   uint64_t msg;
   size_t piece, npieces;   /* piece size, count */
   uint32_t arrived;        /* pieces landed */
@@ -138,6 +180,7 @@ struct ofi_stage {
 struct ofi_rtr {
   int valid;
   uint64_t msg, bytes, addr, key;
+  struct hetccl_call_sig sig;      /* the receive's call */
 };
 
 struct ofi_state;
@@ -151,6 +194,8 @@ struct ofi_link {
   int hello_sent;                  /* ours left (its send completed) */
   int mismatch_pending;            /* our MISMATCH has not left yet: test() drives it out before failing */
   hetcclResult_t error;            /* sticky */
+  int sig_mismatch;                /* error is a call mismatch: mm_expected (the receive's), mm_sent */
+  struct hetccl_call_sig mm_expected, mm_sent;
   char error_text[256];            /* its message, repeated by every later call */
   /* Sending. */
   struct hetccl_opq sendq;
@@ -164,6 +209,7 @@ struct ofi_link {
   struct {
     uint64_t msg;
     size_t bytes;
+    struct hetccl_call_sig sig;
   } eager_sent[OFI_RTR_WINDOW];    /* eager messages whose advertisement has not come yet */
   /* Receiving. */
   struct hetccl_opq recvq;

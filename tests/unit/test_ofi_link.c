@@ -138,12 +138,12 @@ static void exchange(struct env *e, int nmsg, size_t piece, int pause_rank) {
   }
   for (int k = 0; k < nmsg; k++) {
     size_t n = size_of(k, piece);
-    hetcclResult_t rc = (k & 1) ? hetccl_link_irecv(e->link, NULL, n, consume, &cons[k], &rreq[k])
-                                : hetccl_link_irecv(e->link, rbuf[k], n, NULL, NULL, &rreq[k]);
+    hetcclResult_t rc = (k & 1) ? hetccl_link_irecv(e->link, NULL, n, consume, &cons[k], NULL, &rreq[k])
+                                : hetccl_link_irecv(e->link, rbuf[k], n, NULL, NULL, NULL, &rreq[k]);
     CHECK(e, rc == hetcclSuccess, "irecv %d: %s", k, hetccl_last_error());
   }
   for (int k = 0; k < nmsg; k++)
-    CHECK(e, hetccl_link_isend(e->link, sbuf[k], size_of(k, piece), &sreq[k]) == hetcclSuccess, "isend %d", k);
+    CHECK(e, hetccl_link_isend(e->link, sbuf[k], size_of(k, piece), NULL, &sreq[k]) == hetcclSuccess, "isend %d", k);
   if (me == pause_rank) sleep(1); /* no polls: the provider moves nothing for this rank meanwhile */
   for (int k = 0; k < nmsg; k++) {
     hetcclResult_t rc = wait_req(e, rreq[k]);
@@ -192,8 +192,8 @@ static int rank_main(struct shared *sh, int rank, int which) {
       if (connect_pair(&e)) return 1;
       static uint8_t buf[100000];
       uint64_t req;
-      hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, sent[k], &req)
-                                    : hetccl_link_irecv(e.link, buf, posted[k], NULL, NULL, &req);
+      hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, sent[k], NULL, &req)
+                                    : hetccl_link_irecv(e.link, buf, posted[k], NULL, NULL, NULL, &req);
       if (rc == hetcclSuccess) rc = wait_req(&e, req);
       const char *msg = hetccl_last_error();
       char a[32], b[32];
@@ -203,6 +203,45 @@ static int rank_main(struct shared *sh, int rank, int which) {
       /* Both ends fail naming both sizes (the sender completes only once
        * the receiver's advertisement was checked, eager or not). */
       CHECK(&e, named, "mismatch %zu into %zu: rank %d got %d \"%s\"", sent[k], posted[k], rank, rc, msg);
+      finish(&e);
+      fails += e.fails;
+    }
+    return fails ? 1 : 0;
+  }
+  case 4: { /* call mismatches of equal byte counts (eager, RMA, empty): both ends name both calls, no byte lands */
+    static const size_t sizes[] = {64, 100000, 0};
+    int fails = 0;
+    for (int k = 0; k < 6; k++) {
+      size_t n = sizes[k % 3];
+      int matching = k >= 3; /* then a Send meets its Recv: delivered */
+      init_env(&e, sh, rank, 0x5555 + 16 * (uint64_t)k + sh->seed, 0, 0);
+      if (connect_pair(&e)) return 1;
+      static uint8_t buf[100000];
+      memset(buf, rank == 0 ? 0x11 : 0xee, sizeof buf);
+      struct hetccl_call_sig sent = {.count = n / 4, .seq = 3, .rank = 0, .kind = HETCCL_SIG_ALLREDUCE,
+                                     .dtype = (uint8_t)hetcclFloat32, .op = HETCCL_SIG_OP_SUM};
+      struct hetccl_call_sig want = sent;
+      want.rank = 1;
+      want.op = HETCCL_SIG_OP_MAX;
+      if (matching) {
+        sent = (struct hetccl_call_sig){.count = n, .root = 1, .rank = 0, .kind = HETCCL_SIG_SEND,
+                                        .dtype = (uint8_t)hetcclUint8};
+        want = (struct hetccl_call_sig){.count = n, .root = 0, .rank = 1, .kind = HETCCL_SIG_RECV,
+                                        .dtype = (uint8_t)hetcclUint8};
+      }
+      uint64_t req;
+      hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, n, &sent, &req)
+                                    : hetccl_link_irecv(e.link, buf, n, NULL, NULL, &want, &req);
+      if (rc == hetcclSuccess) rc = wait_req(&e, req);
+      const char *msg = hetccl_last_error();
+      if (matching) {
+        CHECK(&e, rc == hetcclSuccess, "matching Send/Recv of %zu bytes: rank %d got %d \"%s\"", n, rank, rc, msg);
+        if (rank == 1 && n) CHECK(&e, buf[0] == 0x11 && buf[n - 1] == 0x11, "Send/Recv of %zu bytes: not delivered", n);
+      } else {
+        int named = rc == hetcclInvalidUsage && strstr(msg, "sum") && strstr(msg, "max") && strstr(msg, "#3");
+        CHECK(&e, named, "sum against max, %zu bytes: rank %d got %d \"%s\"", n, rank, rc, msg);
+        if (rank == 1 && n) CHECK(&e, buf[0] == 0xee && buf[n - 1] == 0xee, "%zu bytes of another call landed", n);
+      }
       finish(&e);
       fails += e.fails;
     }
@@ -279,9 +318,10 @@ int main(void) {
       "ofi: 4 KiB pieces, one write in flight",
       "ofi: size mismatches (eager and RMA sizes) name both sizes",
       "ofi: a hello without the secret is refused",
+      "ofi: call mismatches (eager, RMA, empty) name both calls, land nothing",
   };
   int passed = 0, failed = 0;
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < 5; c++) {
     uint64_t t0 = hetccl_now_ns();
     int ok = run_case(sh, c);
     printf("%-66s %s (%.1f s)\n", names[c], ok ? "ok" : "FAIL", (double)(hetccl_now_ns() - t0) / 1e9);
