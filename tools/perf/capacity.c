@@ -47,7 +47,7 @@ void perf_capacity_need(const struct perf_options *o, const struct perf_shm_sett
    * members included; GPU ranks link only across domains (core/domains.c).
    * Forked ranks share this host, so every link is an shm link unless
    * HETCCL_TRANSPORT says socket. */
-  int gpu_ranks = o->device == PERF_DEVICE_CUDA && o->lib == PERF_LIB_HETCCL;
+  int gpu_ranks = perf_all_gpu(o) && o->lib == PERF_LIB_HETCCL;
   if (n > 1 && s->shm) {
     need->links = gpu_ranks ? cross_domain_pairs(o, n) : (uint64_t)n * (uint64_t)(n - 1) / 2;
     /* Windows join GPU ranks of different domains whose devices can map
@@ -65,7 +65,7 @@ void perf_capacity_need(const struct perf_options *o, const struct perf_shm_sett
                             sat_mul(need->window_links, need->window_link_bytes));
   /* bench.c: host ranks' send and receive buffers; GPU ranks' host mirrors
    * of the checked sizes (their device buffers are not host memory). */
-  if (o->device == PERF_DEVICE_HOST)
+  if (perf_any_host(o))
     need->rank_buffer_bytes = sat_mul(2, sat_add(maxbytes, 64));
   else if (o->check)
     need->rank_buffer_bytes = sat_mul(2, sat_add(maxbytes < o->check_max ? maxbytes : o->check_max, 64));
@@ -138,7 +138,7 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   fprintf(stderr, "\n  benchmark buffers: %llu bytes (%s): %d ranks x %llu bytes (%s)\n",
           (unsigned long long)need->buffer_bytes, human(need->buffer_bytes, h1), n,
           (unsigned long long)need->rank_buffer_bytes,
-          o->device == PERF_DEVICE_HOST ? "send and receive buffers of -e + 64 bytes"
+          perf_any_host(o) ? "send and receive buffers of -e + 64 bytes"
                                         : "host mirrors of the checked sizes; device memory not counted");
   if (room->shm_known)
     fprintf(stderr, "  /dev/shm:          needs %llu bytes, has %llu bytes (%s) free\n",
@@ -151,7 +151,7 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   }
   /* GPU ranks with --domains: a smaller -N means other domain sizes, which
    * only the user can choose. */
-  int gpu_domains = o->device == PERF_DEVICE_CUDA && o->lib == PERF_LIB_HETCCL && o->ndomains;
+  int gpu_domains = perf_all_gpu(o) && o->lib == PERF_LIB_HETCCL && o->ndomains;
   if (!gpu_domains) {
     int k = largest_n(o, s, room, n);
     if (k) fprintf(stderr, "  largest rank count that fits at -e %zu: -N %d\n", o->maxbytes, k);
