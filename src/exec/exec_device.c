@@ -214,9 +214,11 @@ static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_p
   return hetcclSuccess;
 }
 
-/* The engine's part of a phase: gate 0; each send chunk copied to staging
- * and its event; (engine: receives, sends as gates open). *job is NULL when
- * every transfer goes through windows. */
+/* The engine's part of a phase: each send chunk copied to staging and its
+ * event; gate 0 is the first of them (it follows every earlier use of the
+ * staging on the stream), or its own event when the phase sends nothing;
+ * (engine: receives, sends as gates open). *job is NULL when every transfer
+ * goes through windows. */
 static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
                                    struct hetccl_progress_job **jobp) {
   const struct hetccl_device_ops *D = d->dev;
@@ -230,8 +232,10 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
   void *ev;
   int gate;
   HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
-  HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
-  HETCCL_TRY(D->event_record(ev, stream));
+  if (staged_bytes(d, ph, 1) == 0) { /* no send chunk to serve as gate 0 */
+    HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
+    HETCCL_TRY(D->event_record(ev, stream));
+  }
   char *staging = d->send.host;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
@@ -261,7 +265,9 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
 }
 
 /* For each staged receive chunk a wait on the engine's flag, then its copy
- * or reduction out of staging; then a wait for the whole job. */
+ * or reduction out of staging. The last chunk waits for the whole job's
+ * value instead (one driver call less per phase; a phase that receives
+ * nothing staged waits for it alone). */
 static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
                                    uint32_t base, uint32_t nrecv) {
   const struct hetccl_device_ops *D = d->dev;
@@ -273,7 +279,8 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
     size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
-      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, base + ++k, HETCCL_WAIT_GEQ));
+      k++;
+      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, k == nrecv ? base + nrecv + 1 : base + k, HETCCL_WAIT_GEQ));
       if (x->a)
         HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
                              x->dt, &x->op, 0, stream));
@@ -282,7 +289,7 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
     }
     at += staged_span(x->bytes);
   }
-  return D->stream_wait_value32(stream, d->flag, base + nrecv + 1, HETCCL_WAIT_GEQ);
+  return nrecv ? hetcclSuccess : D->stream_wait_value32(stream, d->flag, base + 1, HETCCL_WAIT_GEQ);
 }
 
 /* Stream order of one phase: window sends forked off; the engine's gate and
