@@ -12,6 +12,12 @@
 #      table: collective, size, busbw of each, their ratio, time, host time;
 #   5. cross-domain: hetccl-pciebench (the PCIe limit) and AllReduce on two
 #      ranks in two domains, with the ratio of each size to that limit;
+#      then the staged path to a host rank: AllReduce and Send/Recv on a
+#      cuda rank + a host rank (-G cuda,host) against two host ranks
+#      (host+host) in the same run, at 8 B, 16 MiB and 256 MiB: time, busbw,
+#      their ratio, and the cuda rank's host time per call (issue 16's aims:
+#      host time < 50 us, AllReduce busbw >= 0.8 of host+host from 16 MiB,
+#      8 B < 12 us);
 #   6. PyTorch: scripts/torch-check.sh (DDP against Gloo across two domains;
 #      against native NCCL in pass-through when there is a GPU per rank).
 #
@@ -23,7 +29,8 @@
 # EXTRA_CFLAGS (none), SKIP_WARNINGS (1: no -O2/-O3 warnings build), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
-# SKIP_STAGED (1: no cross-domain run without device windows), XMIN (8) and
+# SKIP_STAGED (1: no cross-domain run without device windows), SKIP_HOSTPEER
+# (1: no cuda+host against host+host runs), XMIN (8) and
 # XFACTOR (4): the cross-domain sizes,
 # SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200),
 # COLLS (the collectives of the parity runs).
@@ -268,6 +275,46 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
       for (i = 1; i <= n; i++)
         print row[i] ((size[i] in staged) ? sprintf("  staged busbw %8s", staged[size[i]]) : "")
     }' "$cross_log" | tee -a "$summary"
+fi
+
+# ---- 5b. The staged path to a host rank: cuda+host against host+host ----
+# Forked ranks (no launcher, so no core binding: the cuda rank's progress
+# engine is not squeezed onto its main thread's core), one cuda rank on GPU 0
+# and one host rank, two domains; the same sizes on two host ranks right
+# after. Host time: the cuda rank's (hetccl-perf counts only GPU ranks when
+# a job has some; a host rank's call is its whole operation).
+if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
+  hp_log="$LOGS/cross.log"
+  hp_rows="$BUILD/hostpeer-rows.txt"
+  : >"$hp_rows"
+  for coll in allreduce sendrecv; do
+    for layout in cuda,host host,host; do
+      for sizes in "8 8 2" "16M 256M 16"; do
+        read -r lo hi factor <<<"$sizes"
+        echo "### hostpeer $layout: hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
+        timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 -G "$layout" -b "$lo" -e "$hi" -f "$factor" \
+          -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 16M --host-time -T 280 >"$BUILD/hostpeer-last.txt" 2>&1 ||
+          fail "hetccl-perf $coll -G $layout -b $lo -e $hi (see cross.log)"
+        cat "$BUILD/hostpeer-last.txt" >>"$hp_log"
+        awk -v coll="$coll" -v layout="$layout" '$1 ~ /^[0-9]+$/ && NF == 15 { print coll, layout, $1, $6, $8, $14 }' \
+          "$BUILD/hostpeer-last.txt" >>"$hp_rows"
+      done
+    done
+  done
+  say ""
+  say "staged path to a host rank, out-of-place (time us, busbw GB/s; host = the cuda rank's host time per call, us)"
+  awk '
+    { key = $1 " " $3; t[$2, key] = $4; bw[$2, key] = $5; host[$2, key] = $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+    END {
+      printf "%-10s %11s %10s %9s %9s %10s %9s %7s\n", "collective", "size(B)", "t_cu+host", "bw_cu+h", "host_us",
+             "t_host+h", "bw_h+h", "ratio"
+      for (i = 1; i <= n; i++) {
+        k = order[i]; split(k, p, " ")
+        a = bw["cuda,host", k]; b = bw["host,host", k]
+        printf "%-10s %11s %10s %9s %9s %10s %9s %7s\n", p[1], p[2], t["cuda,host", k], a, host["cuda,host", k],
+               t["host,host", k], b, (b + 0 > 0.005) ? sprintf("%.3f", a / b) : "-"
+      }
+    }' "$hp_rows" | tee -a "$summary"
 fi
 
 # ---- 6. PyTorch: DDP and FSDP through the NCCL face ----

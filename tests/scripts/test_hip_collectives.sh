@@ -17,6 +17,8 @@
 #                         stream waits and writes on it)
 #   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through host slots)
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three-domain layout.
+# Layouts with a host rank also run the withheld-host job (tests/gpu/README.md:
+# a hip rank's call returns before the host rank has even called).
 # Usage: test_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
 set -u
 build=${1:?usage: $0 <build-dir>}
