@@ -212,6 +212,25 @@ static void *engine_main(void *arg) {
   return NULL;
 }
 
+/* The engine copies every staged byte through the links on its own thread:
+ * a process allowed only one CPU (mpirun's default --bind-to core with one
+ * rank per core) runs it on the caller's core, and a caller spinning in a
+ * stream synchronize starves it. Said once, since it is the first thing to
+ * check when the staged path is slow. */
+static void warn_one_cpu(int device) {
+#if defined(__linux__)
+  static atomic_int warned;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || atomic_exchange(&warned, 1)) return;
+  HETCCL_WARN("device %d: this process may run on one CPU only; the progress engine that moves cross-domain "
+              "transfers to host ranks and other hosts shares it with the calling thread (bind each rank to at "
+              "least two cores, e.g. mpirun --bind-to none or --cpus-per-proc 2)", device);
+#else
+  (void)device;
+#endif
+}
+
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out) {
   if (!dev->host_alloc || !dev->host_free || !dev->event_create || !dev->event_query || !dev->event_destroy ||
@@ -238,6 +257,7 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
     goto fail;
   }
   p->thread_live = 1;
+  warn_one_cpu(device);
   *out = p;
   return hetcclSuccess;
 fail:
