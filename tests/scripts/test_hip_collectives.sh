@@ -11,11 +11,14 @@
 # (every collective, type and op, in-place and out-of-place, guards
 # checked). Layouts, per ABI:
 #   hip                   one hip domain alone (pass-through to RCCL)
-#   hip,host              a hip domain and a host domain
+#   hip,host              a hip domain and a host domain (through the
+#                         link's device window: the host rank's CPU end,
+#                         src/exec/hwin.h)
 #   hip:d0,hip:d1,host    two hip domains and a host rank (the hip pair
 #                         shares a shm device window: host-registered shm,
 #                         stream waits and writes on it)
-#   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through host slots)
+#   the last two with HETCCL_SHM_WINDOW_BYTES=0 (staged through the
+#   progress engine and the link's host slots)
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three-domain layout.
 # Layouts with a host rank also run the withheld-host job (tests/gpu/README.md:
 # a hip rank's call returns before the host rank has even called).
@@ -49,6 +52,7 @@ for abi in 5 6; do
   run $abi "" 0,1,7,1023 hip
   run $abi "" 0,1,7,1023 hip,host
   run $abi "" 0,1,7,1023 hip:d0,hip:d1,host
+  run $abi 0 0,1,7,1023 hip,host
   run $abi 0 0,1,7,1023 hip:d0,hip:d1,host
 done
 run 6 "" 65539 hip:d0,hip:d1,host
