@@ -40,11 +40,24 @@ static uint64_t cross_domain_pairs(const struct perf_options *o, int n) {
   return pairs;
 }
 
+/* Pairs of the first n ranks in different domains with a GPU rank at one
+ * end at least (-G a,b,...): they carry a device window (host ranks take
+ * their end from the CPU). */
+static uint64_t window_pairs(const struct perf_options *o, int n) {
+  uint64_t pairs = 0;
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1; b < n; b++)
+      pairs += perf_domain_of(o, a) != perf_domain_of(o, b) &&
+               (perf_rank_device(o, a) != PERF_DEVICE_HOST || perf_rank_device(o, b) != PERF_DEVICE_HOST);
+  return pairs;
+}
+
 void perf_capacity_need(const struct perf_options *o, const struct perf_shm_settings *s, int n, size_t maxbytes,
                         struct perf_need *need) {
   *need = (struct perf_need){0};
   /* Host ranks run the built-in engine, which links every pair, domain
-   * members included; GPU ranks link only across domains (core/domains.c).
+   * members included; GPU ranks link only across domains (core/domains.c);
+   * a mixed -G list is counted as if every pair were linked.
    * Forked ranks share this host, so every link is an shm link unless
    * HETCCL_TRANSPORT says socket. */
   int gpu_ranks = perf_all_gpu(o) && o->lib == PERF_LIB_HETCCL;
@@ -53,6 +66,8 @@ void perf_capacity_need(const struct perf_options *o, const struct perf_shm_sett
     /* Windows join GPU ranks of different domains whose devices can map
      * them; whether they can is known only at init, so count them all. */
     need->window_links = gpu_ranks && s->window_bytes ? need->links : 0;
+    if (!gpu_ranks && o->ndomain_devices && o->lib == PERF_LIB_HETCCL && s->window_bytes)
+      need->window_links = window_pairs(o, n);
   }
   need->link_bytes = hetccl_shm_seg_bytes(s->slot_bytes, s->nslots, 0);
   if (need->window_links) {
