@@ -185,6 +185,22 @@ static void add_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t
   atomic_store_explicit(&l->need, value, memory_order_release);
 }
 
+hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int *ready) {
+  struct hetccl_dlane *l;
+  *ready = 1;
+  if (bytes == 0) return hetcclSuccess;
+  HETCCL_TRY(hetccl_dwin_lane_for(win, 1, bytes, &l));
+  size_t chunk = hetccl_dwin_chunk(l->W, l != &win->tx[0], bytes);
+  uint64_t at = l->end;
+  for (size_t off = 0; off < bytes && *ready; off += chunk) {
+    size_t n = hetccl_chunk_len(bytes, off, chunk);
+    uint64_t v = hetccl_dwin_place(l, at, n), end = v + round_up(n, WIN_UNIT);
+    *ready = end <= l->W || reached(l->consumed, units(end - l->W));
+    at = end;
+  }
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream) {
   const struct hetccl_device_ops *dev = win->dev;
   struct hetccl_memop32 ops[2];

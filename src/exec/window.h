@@ -80,6 +80,10 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
                                 struct hetccl_dwin *win);
 void hetccl_dwin_close(struct hetccl_dwin *win);
 
+/* *ready = 1 when sending `bytes` now would enqueue no wait for room (the
+ * peer has already read what the chunks would overwrite), so the send can
+ * go on a stream that also waits for the peer's data. */
+hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int *ready);
 /* Enqueues sending `bytes` from device memory `src` on `stream`. */
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream);
 /* Enqueues receiving `bytes` on `stream`: into dst, or with a != NULL
