@@ -4,7 +4,8 @@
 #      by default so that nvcc stays quick);
 #   2. hetccl-info;
 #   3. the GPU test programs: test_cuda_device, test_nccl_vendor,
-#      test_gpu_collectives (tests/gpu/README.md);
+#      test_gpu_collectives (tests/gpu/README.md), then cuda,host again
+#      without device windows (staged);
 #   4. pass-through parity: hetccl-perf for allreduce, allgather,
 #      reducescatter, broadcast and sendrecv on NGPUS forked ranks with device
 #      buffers, HetCCL and then NCCL called directly (--lib nccl, the same
@@ -12,8 +13,9 @@
 #      table: collective, size, busbw of each, their ratio, time, host time;
 #   5. cross-domain: hetccl-pciebench (the PCIe limit) and AllReduce on two
 #      ranks in two domains, with the ratio of each size to that limit;
-#      then the staged path to a host rank: AllReduce and Send/Recv on a
-#      cuda rank + a host rank (-G cuda,host) against two host ranks
+#      then a cuda rank with a host rank: AllReduce and Send/Recv on a
+#      cuda rank + a host rank (-G cuda,host), through the device window and
+#      staged (HETCCL_SHM_WINDOW_BYTES=0), against two host ranks
 #      (host+host) in the same run, at 8 B, 16 MiB and 256 MiB: time, busbw,
 #      their ratio, and the cuda rank's host time per call (issue 16's aims:
 #      host time < 50 us, AllReduce busbw >= 0.8 of host+host from 16 MiB,
@@ -163,6 +165,12 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     --counts 268435456
   cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
     mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
+  # A cuda rank and a host rank without a device window: the staged path
+  # (progress engine), which a GPU rank takes to another host.
+  mv "$LOGS/test_gpu_collectives.log" "$BUILD/test_gpu_collectives.matrix.log"
+  HETCCL_SHM_WINDOW_BYTES=0 run_test test_gpu_collectives 300 --layout cuda,host
+  cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
+    mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
 fi
 
 # ---- 4. Pass-through parity ----
@@ -287,32 +295,42 @@ if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
   hp_log="$LOGS/cross.log"
   hp_rows="$BUILD/hostpeer-rows.txt"
   : >"$hp_rows"
+  # variants: cuda+host through the device window (the default on one
+  # host), the same staged through the progress engine (the path to another
+  # host), two host ranks.
   for coll in allreduce sendrecv; do
-    for layout in cuda,host host,host; do
+    for variant in window staged host; do
+      layout=cuda,host win=
+      [ "$variant" = staged ] && win=0
+      [ "$variant" = host ] && layout=host,host
       for sizes in "8 8 2" "16M 256M 16"; do
         read -r lo hi factor <<<"$sizes"
-        echo "### hostpeer $layout: hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
-        timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 -G "$layout" -b "$lo" -e "$hi" -f "$factor" \
-          -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 16M --host-time -T 280 >"$BUILD/hostpeer-last.txt" 2>&1 ||
-          fail "hetccl-perf $coll -G $layout -b $lo -e $hi (see cross.log)"
+        echo "### hostpeer $variant: ${win:+HETCCL_SHM_WINDOW_BYTES=$win }hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
+        env ${win:+HETCCL_SHM_WINDOW_BYTES=$win} timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 \
+          -G "$layout" -b "$lo" -e "$hi" -f "$factor" -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 16M \
+          --host-time -T 280 >"$BUILD/hostpeer-last.txt" 2>&1 ||
+          fail "hetccl-perf $coll $variant -G $layout -b $lo -e $hi (see cross.log)"
         cat "$BUILD/hostpeer-last.txt" >>"$hp_log"
-        awk -v coll="$coll" -v layout="$layout" '$1 ~ /^[0-9]+$/ && NF == 15 { print coll, layout, $1, $6, $8, $14 }' \
+        awk -v coll="$coll" -v v="$variant" '$1 ~ /^[0-9]+$/ && NF == 15 { print coll, v, $1, $6, $8, $14 }' \
           "$BUILD/hostpeer-last.txt" >>"$hp_rows"
       done
     done
   done
   say ""
-  say "staged path to a host rank, out-of-place (time us, busbw GB/s; host = the cuda rank's host time per call, us)"
+  say "cuda rank + host rank against two host ranks, out-of-place (time us, busbw GB/s; host = the cuda rank's"
+  say "host time per call, us; window: through the device window, staged: HETCCL_SHM_WINDOW_BYTES=0; ratio: busbw / host+host)"
   awk '
     { key = $1 " " $3; t[$2, key] = $4; bw[$2, key] = $5; host[$2, key] = $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+    function ratio(a, b) { return (b + 0 > 0.005) ? sprintf("%.3f", a / b) : "-" }
     END {
-      printf "%-10s %11s %10s %9s %9s %10s %9s %7s\n", "collective", "size(B)", "t_cu+host", "bw_cu+h", "host_us",
-             "t_host+h", "bw_h+h", "ratio"
+      printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", "collective", "size(B)", "t_window", "bw",
+             "host_us", "ratio", "t_staged", "bw", "host_us", "ratio", "t_host+h", "bw"
       for (i = 1; i <= n; i++) {
         k = order[i]; split(k, p, " ")
-        a = bw["cuda,host", k]; b = bw["host,host", k]
-        printf "%-10s %11s %10s %9s %9s %10s %9s %7s\n", p[1], p[2], t["cuda,host", k], a, host["cuda,host", k],
-               t["host,host", k], b, (b + 0 > 0.005) ? sprintf("%.3f", a / b) : "-"
+        h = bw["host", k]
+        printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", p[1], p[2],
+               t["window", k], bw["window", k], host["window", k], ratio(bw["window", k], h),
+               t["staged", k], bw["staged", k], host["staged", k], ratio(bw["staged", k], h), t["host", k], h
       }
     }' "$hp_rows" | tee -a "$summary"
 fi
