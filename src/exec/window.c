@@ -225,16 +225,23 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
   return hetccl_memops32(dev, stream, ops, nops);
 }
 
+/* Reducing receives up to this size are reduced by the kernel straight
+ * from the window: one device operation (and driver call) less on the
+ * critical path of a small message, where reading over PCIe costs nothing
+ * that matters. */
+#define WIN_KERNEL_READ_MAX ((size_t)64 << 10)
+
 /* How a reducing receive gets its data into device memory: `land` is where
  * each chunk is copied (dst itself when it does not overlap a, so one
  * reduction follows the last chunk; else the lane's bounce buffer, reduced
- * chunk by chunk); NULL: the kernel reads the window (HETCCL_SHM_WINDOW_READ). */
+ * chunk by chunk); NULL: the kernel reads the window (HETCCL_SHM_WINDOW_READ,
+ * or a message of at most WIN_KERNEL_READ_MAX). */
 static hetcclResult_t landing(struct hetccl_dwin *win, struct hetccl_dlane *l, void *dst, const void *a, size_t bytes,
                               char **land) {
   const char *d = dst, *s = a;
   *land = dst;
   if (!a) return hetcclSuccess;
-  if (hetccl_params()->shm_window_kernel_read) {
+  if (hetccl_params()->shm_window_kernel_read || bytes <= WIN_KERNEL_READ_MAX) {
     *land = NULL;
     return hetcclSuccess;
   }
