@@ -158,16 +158,14 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
 }
 
 /* Lock held. Waits (yielding, lock released between looks) up to
- * PROGRESS_LINGER_NS for a job or a stop; returns whether one came. */
-static int linger(struct hetccl_progress *p) {
+ * PROGRESS_LINGER_NS for a job or a stop. */
+static void linger(struct hetccl_progress *p) {
   uint64_t until = hetccl_now_ns() + PROGRESS_LINGER_NS;
-  while (p->head == p->tail && !p->stop) {
-    if (hetccl_now_ns() >= until) return 0;
+  while (p->head == p->tail && !p->stop && hetccl_now_ns() < until) {
     pthread_mutex_unlock(&p->lock);
     sched_yield();
     pthread_mutex_lock(&p->lock);
   }
-  return 1;
 }
 
 static void *engine_main(void *arg) {
@@ -224,8 +222,9 @@ static void warn_one_cpu(int device) {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || atomic_exchange(&warned, 1)) return;
   HETCCL_WARN("device %d: this process may run on one CPU only; the progress engine that moves cross-domain "
-              "transfers to host ranks and other hosts shares it with the calling thread (bind each rank to at "
-              "least two cores, e.g. mpirun --bind-to none or --cpus-per-proc 2)", device);
+              "transfers without a device window (to other hosts, or with HETCCL_SHM_WINDOW_BYTES=0) shares it "
+              "with the calling thread (bind each rank to at least two cores, e.g. mpirun --bind-to none)",
+              device);
 #else
   (void)device;
 #endif
