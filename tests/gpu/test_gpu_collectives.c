@@ -675,8 +675,8 @@ static int run_withheld(struct mcase *c, const struct gpu_layout *l, int sendrec
     }
     ok = note_rc(c, "hetcclGroupEnd", hetcclGroupEnd()) && !c->problem.text[0];
   }
+  void *ev = NULL; /* destroyed once the stream has passed its record (the stand-in frees at once) */
   if (gpu) {
-    void *ev = NULL;
     if (ok && note_rc(c, "event_create", D->event_create(c->device, &ev)) &&
         note_rc(c, "event_record", D->event_record(ev, c->stream))) {
       hetcclResult_t q = D->event_query(ev);
@@ -684,13 +684,15 @@ static int run_withheld(struct mcase *c, const struct gpu_layout *l, int sendrec
         ht_note(&c->problem, "the stream was %s right after the call, while the host rank had not called yet",
                 q == hetcclSuccess ? "already done" : "in error");
     }
-    if (ev) D->event_destroy(ev);
     int saved = c->ctx->oob_timeout_s;
     c->ctx->oob_timeout_s = WITHHELD_WAIT_S;
     if (ht_oob_barrier(c->ctx) != 0) ht_note(&c->problem, "the host rank never reached the barrier");
     c->ctx->oob_timeout_s = saved;
   }
-  if (ok && complete(c, c->stream))
+  int done = ok && complete(c, c->stream);
+  if (ev && (done || (D->stream_synchronize && D->stream_synchronize(c->stream) == hetcclSuccess)))
+    D->event_destroy(ev);
+  if (done)
     for (int k = 0; k < nbuf && !c->problem.text[0]; k++)
       for (size_t i = 0; i < count; i++) {
         float want = 0;
