@@ -4,7 +4,8 @@
 #      by default so that nvcc stays quick);
 #   2. hetccl-info;
 #   3. the GPU test programs: test_cuda_device, test_nccl_vendor,
-#      test_gpu_collectives (tests/gpu/README.md);
+#      test_gpu_collectives (tests/gpu/README.md), then cuda,host again
+#      without device windows (staged);
 #   4. pass-through parity: hetccl-perf for allreduce, allgather,
 #      reducescatter, broadcast and sendrecv on NGPUS forked ranks with device
 #      buffers, HetCCL and then NCCL called directly (--lib nccl, the same
@@ -12,6 +13,13 @@
 #      table: collective, size, busbw of each, their ratio, time, host time;
 #   5. cross-domain: hetccl-pciebench (the PCIe limit) and AllReduce on two
 #      ranks in two domains, with the ratio of each size to that limit;
+#      then a cuda rank with a host rank: AllReduce and Send/Recv on a
+#      cuda rank + a host rank (-G cuda,host), through the device window and
+#      staged (HETCCL_SHM_WINDOW_BYTES=0), against two host ranks
+#      (host+host) in the same run, at 8 B, 16 MiB and 256 MiB: time, busbw,
+#      their ratio, and the cuda rank's host time per call (issue 16's aims:
+#      host time < 50 us, AllReduce busbw >= 0.8 of host+host from 16 MiB,
+#      8 B < 12 us);
 #   6. PyTorch: scripts/torch-check.sh (DDP against Gloo across two domains;
 #      against native NCCL in pass-through when there is a GPU per rank; and
 #      "two faces": a cuda rank on the NCCL face beside a hip rank on the
@@ -34,7 +42,8 @@
 # EXTRA_CFLAGS (none), SKIP_WARNINGS (1: no -O2/-O3 warnings build), SKIP_BUILD (1: reuse BUILD),
 # SKIP_TESTS (1: no test programs), SKIP_PARITY (1: no parity runs),
 # SKIP_CROSS (1: no cross-domain runs), XMAX (1G: largest cross-domain size),
-# SKIP_STAGED (1: no cross-domain run without device windows), XMIN (8) and
+# SKIP_STAGED (1: no cross-domain run without device windows), SKIP_HOSTPEER
+# (1: no cuda+host against host+host runs), XMIN (8) and
 # XFACTOR (4): the cross-domain sizes,
 # SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200), TWO_FACES (0: no
 # two-faces DDP run), SKIP_HIP (1: no step 7), HIP_RCCL (the NCCL library
@@ -171,6 +180,12 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   mv "$LOGS/test_gpu_collectives.log" "$BUILD/test_gpu_collectives.matrix.log"
   run_test test_gpu_collectives 300 --layout cuda:d0,cuda:d1 --colls allreduce --types float32 --ops sum \
     --counts 268435456
+  cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
+    mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
+  # A cuda rank and a host rank without a device window: the staged path
+  # (progress engine), which a GPU rank takes to another host.
+  mv "$LOGS/test_gpu_collectives.log" "$BUILD/test_gpu_collectives.matrix.log"
+  HETCCL_SHM_WINDOW_BYTES=0 run_test test_gpu_collectives 300 --layout cuda,host
   cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
     mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
 fi
@@ -339,6 +354,56 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
       for (i = 1; i <= n; i++)
         print row[i] ((size[i] in staged) ? sprintf("  staged busbw %8s", staged[size[i]]) : "")
     }' "$cross_log" | tee -a "$summary"
+fi
+
+# ---- 5b. The staged path to a host rank: cuda+host against host+host ----
+# Forked ranks (no launcher, so no core binding: the cuda rank's progress
+# engine is not squeezed onto its main thread's core), one cuda rank on GPU 0
+# and one host rank, two domains; the same sizes on two host ranks right
+# after. Host time: the cuda rank's (hetccl-perf counts only GPU ranks when
+# a job has some; a host rank's call is its whole operation).
+if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
+  hp_log="$LOGS/cross.log"
+  hp_rows="$BUILD/hostpeer-rows.txt"
+  : >"$hp_rows"
+  # variants: cuda+host through the device window (the default on one
+  # host), the same staged through the progress engine (the path to another
+  # host), two host ranks.
+  for coll in allreduce sendrecv; do
+    for variant in window staged host; do
+      layout=cuda,host win=
+      [ "$variant" = staged ] && win=0
+      [ "$variant" = host ] && layout=host,host
+      for sizes in "8 8 2" "16M 256M 16"; do
+        read -r lo hi factor <<<"$sizes"
+        echo "### hostpeer $variant: ${win:+HETCCL_SHM_WINDOW_BYTES=$win }hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
+        env ${win:+HETCCL_SHM_WINDOW_BYTES=$win} timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 \
+          -G "$layout" -b "$lo" -e "$hi" -f "$factor" -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 16M \
+          --host-time -T 280 >"$BUILD/hostpeer-last.txt" 2>&1 ||
+          fail "hetccl-perf $coll $variant -G $layout -b $lo -e $hi (see cross.log)"
+        cat "$BUILD/hostpeer-last.txt" >>"$hp_log"
+        awk -v coll="$coll" -v v="$variant" '$1 ~ /^[0-9]+$/ && NF == 15 { print coll, v, $1, $6, $8, $14 }' \
+          "$BUILD/hostpeer-last.txt" >>"$hp_rows"
+      done
+    done
+  done
+  say ""
+  say "cuda rank + host rank against two host ranks, out-of-place (time us, busbw GB/s; host = the cuda rank's"
+  say "host time per call, us; window: through the device window, staged: HETCCL_SHM_WINDOW_BYTES=0; ratio: busbw / host+host)"
+  awk '
+    { key = $1 " " $3; t[$2, key] = $4; bw[$2, key] = $5; host[$2, key] = $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+    function ratio(a, b) { return (b + 0 > 0.005) ? sprintf("%.3f", a / b) : "-" }
+    END {
+      printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", "collective", "size(B)", "t_window", "bw",
+             "host_us", "ratio", "t_staged", "bw", "host_us", "ratio", "t_host+h", "bw"
+      for (i = 1; i <= n; i++) {
+        k = order[i]; split(k, p, " ")
+        h = bw["host", k]
+        printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", p[1], p[2],
+               t["window", k], bw["window", k], host["window", k], ratio(bw["window", k], h),
+               t["staged", k], bw["staged", k], host["staged", k], ratio(bw["staged", k], h), t["host", k], h
+      }
+    }' "$hp_rows" | tee -a "$summary"
 fi
 
 # ---- 6. PyTorch: DDP and FSDP through the NCCL face ----

@@ -89,13 +89,18 @@ hetcclResult_t hetccl_links_connect(struct hetccl_comm *c) {
   c->links = calloc((size_t)c->nranks, sizeof *c->links);
   c->window_peers = calloc((size_t)c->nranks, 1);
   if (!c->links || !c->window_peers) return hetccl_error(hetcclSystemError, "out of memory for links");
-  /* Device windows join GPU ranks of different domains on one host; every
+  /* Device windows join ranks of different domains on one host when one
+   * is a GPU rank that can map them and the other can too, or is a host
+   * rank (which reads and writes them from its CPU: exec/hwin.h); every
    * input is from the shared table, so both ends decide alike. */
   const struct hetccl_rank_info *me = &c->infos[c->rank];
-  for (int peer = 0; peer < c->nranks; peer++)
-    c->window_peers[peer] = peer != c->rank && c->net.shm_window_bytes && me->can_window &&
-                            c->infos[peer].can_window && c->domain_of[peer] != c->my_domain &&
-                            c->infos[peer].host_hash == me->host_hash;
+  for (int peer = 0; peer < c->nranks; peer++) {
+    const struct hetccl_rank_info *p = &c->infos[peer];
+    int ends = (me->can_window || me->device_kind == HETCCL_DEVICE_HOST) &&
+               (p->can_window || p->device_kind == HETCCL_DEVICE_HOST) && (me->can_window || p->can_window);
+    c->window_peers[peer] = peer != c->rank && c->net.shm_window_bytes && ends &&
+                            c->domain_of[peer] != c->my_domain && p->host_hash == me->host_hash;
+  }
   c->net.shm_window_peers = c->window_peers;
   for (int peer = 0; peer < c->nranks; peer++) {
     if (peer == c->rank || !hetccl_comm_needs_link(c, peer)) continue;

@@ -88,9 +88,10 @@ hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, v
 static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
   struct hetccl_phase *ph = &ex->phase;
   size_t nargs = 0;
+  ex->xfers.n = ex->hwin_xfers.n = 0; /* nothing left over from a phase that failed while being set up */
   for (int i = 0; i < ph->n; i++) {
     size_t chunk = hetccl_link_chunk(ph->x[i].bytes);
-    if (ph->x[i].a) nargs += (ph->x[i].bytes + chunk - 1) / chunk;
+    if (ph->x[i].a) nargs += (ph->x[i].bytes + chunk - 1) / chunk; /* at most one per chunk */
   }
   if (nargs > ph->args_cap) {
     void *a = realloc(ph->args, nargs * sizeof(struct hetccl_reduce_consumer));
@@ -98,11 +99,26 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
     ph->args = a;
     ph->args_cap = nargs;
   }
-  /* A received chunk that must be combined is reduced straight from the link. */
+  /* A received chunk that must be combined is reduced straight from the
+   * link, or from the device window of a GPU peer (hwin.h: the whole
+   * transfer there, the window cuts it into its own chunks). */
   struct hetccl_reduce_consumer *args = ph->args;
   size_t k = 0;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dwin *w;
+    HETCCL_TRY(hetccl_hwin_of(&ex->hwins, x->link, &w));
+    if (w) {
+      struct hetccl_reduce_consumer *c = NULL;
+      if (!x->send && x->a) {
+        c = &args[k++];
+        *c = (struct hetccl_reduce_consumer){.dst = x->dst, .local = x->a, .dt = x->dt, .op = &x->op,
+                                             .pieces = &ph->pieces};
+      }
+      HETCCL_TRY(hetccl_hwin_add(&ex->hwin_xfers, w, x->send, x->send ? (void *)x->src : x->dst, x->bytes,
+                                 c ? hetccl_reduce_consume : NULL, c));
+      continue;
+    }
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
@@ -119,6 +135,8 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
       }
     }
   }
+  if (ex->hwin_xfers.n)
+    return hetccl_hwin_wait(&ex->hwin_xfers, &ex->xfers, ex->timeout_ms, &ph->pieces, what);
   return hetccl_xfer_wait(&ex->xfers, ex->timeout_ms, &ph->pieces, what);
 }
 
@@ -158,5 +176,7 @@ void hetccl_exec_free(struct hetccl_exec *ex, int abort) {
   hetccl_phase_free(&ex->phase);
   for (int i = 0; i < HETCCL_EXEC_SCRATCH_SLOTS; i++) free(ex->scratch[i].ptr);
   hetccl_xfer_free(&ex->xfers);
+  hetccl_hwin_set_close(&ex->hwins);
+  hetccl_hwin_batch_free(&ex->hwin_xfers);
   memset(ex, 0, sizeof *ex);
 }

@@ -1,10 +1,12 @@
 /*
  * What plans do to memory, for either kind of rank. A plan is written once
  * as copies, zeroing, reductions, vendor phases and link phases; on host
- * ranks each step runs on the caller's thread and is done on return; on GPU
- * ranks each step is enqueued on the operation's stream (ex->stream); a
- * transfer to a GPU rank of another domain on this host goes through the
- * link's device window (window.h), any other becomes part of a
+ * ranks each step runs on the caller's thread and is done on return (a
+ * transfer to a GPU rank of another domain on this host through the link's
+ * device window, from the CPU: hwin.h); on GPU ranks each step is enqueued
+ * on the operation's stream (ex->stream); a transfer to a GPU rank or host
+ * rank of another domain on this host goes through the link's device
+ * window (window.h), any other becomes part of a
  * progress-engine job gated by events, staged through pinned memory,
  * ordered back into the stream by flag waits (progress.h).
  *
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "device/reduce.h"
+#include "exec/hwin.h"
 #include "exec/xfer.h"
 #include "transport/transport.h"
 
@@ -69,6 +72,8 @@ struct hetccl_dexec;
 struct hetccl_exec {
   struct hetccl_scratch scratch[HETCCL_EXEC_SCRATCH_SLOTS]; /* host ranks */
   struct hetccl_xfer_batch xfers;     /* host ranks: a link phase under way */
+  struct hetccl_hwin_set hwins;       /* host ranks: device windows to GPU ranks of other domains on this host */
+  struct hetccl_hwin_batch hwin_xfers; /* host ranks: the window transfers of the phase under way */
   struct hetccl_phase phase;          /* the link phase being recorded */
   struct hetccl_dexec *dexec;         /* GPU ranks: the device executor; NULL on host ranks */
   hetcclStream_t stream;              /* the stream of the operation being planned */

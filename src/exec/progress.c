@@ -1,9 +1,13 @@
 #include "exec/progress.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include "util/array.h"
 #include "util/error.h"
@@ -12,8 +16,17 @@
 #include "util/trace.h"
 #include "util/wait.h"
 
-/* Jobs in flight at most; a producer that gets this far ahead waits. */
+/* Jobs in flight at most; a producer that gets this far ahead waits (the
+ * one place where an enqueuing caller can block: README.md, "queue bound"). */
 #define PROGRESS_SLOTS 32
+/* After its last job the engine keeps looking for the next one this long
+ * (yielding) before it sleeps on the condition variable: a call that comes
+ * within it does not pay a thread wake-up (tens of microseconds) on the
+ * critical path of its first chunk. */
+#define PROGRESS_LINGER_NS 500000u
+/* The engine's timer slack: its naps (util/wait.c, 20 us) would otherwise
+ * last at least the default 50 us slack longer. */
+#define PROGRESS_TIMER_SLACK_NS 1000
 
 struct hetccl_progress {
   const struct hetccl_device_ops *dev;
@@ -146,11 +159,26 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
   return hetccl_link_drive(&d, &ops, &r);
 }
 
+/* Lock held. Waits (yielding, lock released between looks) up to
+ * PROGRESS_LINGER_NS for a job or a stop. */
+static void linger(struct hetccl_progress *p) {
+  uint64_t until = hetccl_now_ns() + PROGRESS_LINGER_NS;
+  while (p->head == p->tail && !p->stop && hetccl_now_ns() < until) {
+    pthread_mutex_unlock(&p->lock);
+    sched_yield();
+    pthread_mutex_lock(&p->lock);
+  }
+}
+
 static void *engine_main(void *arg) {
   struct hetccl_progress *p = arg;
   if (p->dev->set_device(p->device) != hetcclSuccess) fail(p, hetcclUnhandledCudaError);
+#if defined(__linux__)
+  prctl(PR_SET_TIMERSLACK, (unsigned long)PROGRESS_TIMER_SLACK_NS, 0, 0, 0);
+#endif
   pthread_mutex_lock(&p->lock);
   for (;;) {
+    if (p->head == p->tail && !p->stop) linger(p);
     while (p->head == p->tail && !p->stop) {
       if (!p->watch_fn) {
         pthread_cond_wait(&p->cond, &p->lock);
@@ -189,6 +217,26 @@ static void *engine_main(void *arg) {
   return NULL;
 }
 
+/* The engine copies every staged byte through the links on its own thread:
+ * a process allowed only one CPU (mpirun's default --bind-to core with one
+ * rank per core) runs it on the caller's core, and a caller spinning in a
+ * stream synchronize starves it. Said once, since it is the first thing to
+ * check when the staged path is slow. */
+static void warn_one_cpu(int device) {
+#if defined(__linux__)
+  static atomic_int warned;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || atomic_exchange(&warned, 1)) return;
+  HETCCL_WARN("device %d: this process may run on one CPU only; the progress engine that moves cross-domain "
+              "transfers without a device window (to other hosts, or with HETCCL_SHM_WINDOW_BYTES=0) shares it "
+              "with the calling thread (bind each rank to at least two cores, e.g. mpirun --bind-to none)",
+              device);
+#else
+  (void)device;
+#endif
+}
+
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out) {
   if (!dev->host_alloc || !dev->host_free || !dev->event_create || !dev->event_query || !dev->event_destroy ||
@@ -215,6 +263,7 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
     goto fail;
   }
   p->thread_live = 1;
+  warn_one_cpu(device);
   *out = p;
   return hetcclSuccess;
 fail:

@@ -5,16 +5,24 @@
  *
  * A job is one link phase of one collective, built by the caller's thread
  * while it enqueues the phase's device work on the user's stream:
- *   - gate 0, an event recorded on the stream before the phase: the engine
- *     posts the job's receives once it has completed (the staging memory
- *     they land in is then no longer read by earlier work);
+ *   - gate 0, an event of the stream: the engine posts the job's receives
+ *     once it has completed (the staging memory they land in is then no
+ *     longer read by earlier work). The executor records it before the
+ *     phase, or, when the phase sends, uses the event after its first
+ *     staging copy (one driver call less);
  *   - sends from pinned staging, each gated by the event recorded after the
  *     device-to-host copy that filled it, posted in order as the gates open;
  *   - receives into pinned staging; as the first i receive chunks complete
  *     the engine stores flag_base + i in the flag, and flag_base + nrecv + 1
  *     once every transfer of the job is done. The stream waits on those
  *     values (stream_wait_value32, GEQ) before it reads a chunk, and before
- *     the work that follows the collective.
+ *     the work that follows the collective (the executor's last chunk waits
+ *     for the final value directly).
+ * The caller's thread never waits here except in hetccl_progress_begin when
+ * PROGRESS_SLOTS jobs are in flight (the queue bound). Between jobs the
+ * engine looks for the next one for PROGRESS_LINGER_NS (yielding) before it
+ * sleeps on its condition variable, so back-to-back calls pay no thread
+ * wake-up; its naps inside a job run with 1 us timer slack.
  * The engine makes no device work of its own: it only queries events and
  * stores flag values from the host. A driver call that synchronizes the
  * context (cudaFree, cudaHostAlloc, a module load), made by any thread
@@ -67,7 +75,8 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
 /* The flag's device address, for stream waits. */
 void *hetccl_progress_flag(struct hetccl_progress *p);
 
-/* A free job slot, emptied. Blocks only while every slot is in flight. */
+/* A free job slot, emptied. Blocks only while every slot is in flight
+ * (32 jobs: one per staged link phase; the documented queue bound). */
 hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job);
 /* The next event of the job (gate index = *index); created on first use of the slot. */
 hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_progress_job *job, void **event,

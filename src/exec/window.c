@@ -7,7 +7,7 @@
 #include "util/error.h"
 #include "util/params.h"
 
-#define WIN_UNIT 256u /* counters count these; every chunk starts on one */
+#define WIN_UNIT HETCCL_DWIN_UNIT /* counters count these; every chunk starts on one */
 
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
@@ -117,7 +117,7 @@ static hetcclResult_t lane_grow(struct hetccl_dwin *win, int tx, int gen, size_t
   struct hetccl_link_lane seg;
   HETCCL_TRY(win->ops->lane_open(win->link, tx, (unsigned)gen, W, &seg));
   void *d = NULL;
-  hetcclResult_t rc = win->dev->host_register(win->device, seg.base, seg.bytes, &d);
+  hetcclResult_t rc = win->dev ? win->dev->host_register(win->device, seg.base, seg.bytes, &d) : hetcclSuccess;
   if (rc != hetcclSuccess) {
     win->ops->lane_close(&seg);
     return hetccl_error(rc, "cannot map a %zu-byte device window lane to rank %d for device %d: %s", W,
@@ -133,7 +133,7 @@ static hetcclResult_t lane_grow(struct hetccl_dwin *win, int tx, int gen, size_t
 /* The lane a transfer of `bytes` takes: lane 0 when it fits, else the
  * largest grown lane when that holds it, else a new one (the largest when
  * no more may be made). */
-static hetcclResult_t lane_for(struct hetccl_dwin *win, int tx, size_t bytes, struct hetccl_dlane **out) {
+hetcclResult_t hetccl_dwin_lane_for(struct hetccl_dwin *win, int tx, size_t bytes, struct hetccl_dlane **out) {
   struct hetccl_dlane *lanes = tx ? win->tx : win->rx;
   int n = atomic_load_explicit(tx ? &win->ntx : &win->nrx, memory_order_relaxed);
   size_t want = hetccl_dwin_lane_bytes(lanes[0].W, win->grow_max, bytes);
@@ -150,7 +150,7 @@ static hetcclResult_t lane_for(struct hetccl_dwin *win, int tx, size_t bytes, st
 
 /* Where a chunk of `n` bytes goes after a previous end `end`: its virtual
  * start (a chunk never crosses the ring's end). */
-static uint64_t place(const struct hetccl_dlane *l, uint64_t end, size_t n) {
+uint64_t hetccl_dwin_place(const struct hetccl_dlane *l, uint64_t end, size_t n) {
   uint64_t v = round_up(end, WIN_UNIT);
   if (v % l->W + round_up(n, WIN_UNIT) > l->W) v = round_up(v, l->W);
   return v;
@@ -233,7 +233,25 @@ static void restart_rx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *
 
 /* Whether a chunk of `n` bytes placed after the lane's end passes the epoch. */
 static int past_epoch(const struct hetccl_dwin *win, const struct hetccl_dlane *l, size_t n) {
-  return l->end > 0 && place(l, l->end, n) + round_up(n, WIN_UNIT) > win->epoch;
+  return l->end > 0 && hetccl_dwin_place(l, l->end, n) + round_up(n, WIN_UNIT) > win->epoch;
+}
+
+hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int *ready) {
+  struct hetccl_dlane *l;
+  *ready = 1;
+  if (bytes == 0) return hetcclSuccess;
+  HETCCL_TRY(hetccl_dwin_lane_for(win, 1, bytes, &l));
+  size_t chunk = hetccl_dwin_chunk(l->W, l != &win->tx[0], bytes);
+  uint64_t at = l->end;
+  for (size_t off = 0; off < bytes && *ready; off += chunk) {
+    size_t n = hetccl_chunk_len(bytes, off, chunk);
+    uint64_t v = hetccl_dwin_place(l, at, n), end = v + round_up(n, WIN_UNIT);
+    /* A counter restart waits for the receiver: never on the caller's stream. */
+    if (at > 0 && end > win->epoch) *ready = 0;
+    *ready = *ready && (end <= l->W || reached(l->consumed, units(end - l->W)));
+    at = end;
+  }
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream) {
@@ -243,12 +261,12 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
   struct hetccl_dlane *l;
   if (bytes == 0) return hetcclSuccess;
   HETCCL_TRY(map(win));
-  HETCCL_TRY(lane_for(win, 1, bytes, &l));
+  HETCCL_TRY(hetccl_dwin_lane_for(win, 1, bytes, &l));
   size_t chunk = hetccl_dwin_chunk(l->W, l != &win->tx[0], bytes);
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     if (past_epoch(win, l, n)) restart_tx(l, ops, &nops);
-    uint64_t v = place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
+    uint64_t v = hetccl_dwin_place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
     /* Room: everything before end - W has been read by the peer. With
      * chunks of at most W/2 that point is at or before the previous end. */
     if (end > l->W) add_wait(l, l->consumed, units(end - l->W), ops, &nops);
@@ -261,16 +279,23 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
   return hetccl_memops32(dev, stream, ops, nops);
 }
 
+/* Reducing receives up to this size are reduced by the kernel straight
+ * from the window: one device operation (and driver call) less on the
+ * critical path of a small message, where reading over PCIe costs nothing
+ * that matters. */
+#define WIN_KERNEL_READ_MAX ((size_t)64 << 10)
+
 /* How a reducing receive gets its data into device memory: `land` is where
  * each chunk is copied (dst itself when it does not overlap a, so one
  * reduction follows the last chunk; else the lane's bounce buffer, reduced
- * chunk by chunk); NULL: the kernel reads the window (HETCCL_SHM_WINDOW_READ). */
+ * chunk by chunk); NULL: the kernel reads the window (HETCCL_SHM_WINDOW_READ,
+ * or a message of at most WIN_KERNEL_READ_MAX). */
 static hetcclResult_t landing(struct hetccl_dwin *win, struct hetccl_dlane *l, void *dst, const void *a, size_t bytes,
                               char **land) {
   const char *d = dst, *s = a;
   *land = dst;
   if (!a) return hetcclSuccess;
-  if (hetccl_params()->shm_window_kernel_read) {
+  if (hetccl_params()->shm_window_kernel_read || bytes <= WIN_KERNEL_READ_MAX) {
     *land = NULL;
     return hetcclSuccess;
   }
@@ -289,14 +314,14 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
   char *land;
   if (bytes == 0) return hetcclSuccess;
   HETCCL_TRY(map(win));
-  HETCCL_TRY(lane_for(win, 0, bytes, &l));
+  HETCCL_TRY(hetccl_dwin_lane_for(win, 0, bytes, &l));
   HETCCL_TRY(landing(win, l, dst, a, bytes, &land));
   size_t chunk = hetccl_dwin_chunk(l->W, l != &win->rx[0], bytes), esz = a ? hetccl_type_size(dt) : 1;
   int bounce = a && land == l->bounce;
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     if (past_epoch(win, l, n)) restart_rx(l, ops, &nops);
-    uint64_t v = place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
+    uint64_t v = hetccl_dwin_place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
     uint8_t *data = l->data + v % l->W;
     add_wait(l, l->produced, units(end), ops, &nops);
     HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));

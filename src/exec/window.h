@@ -77,7 +77,8 @@ struct hetccl_dwin {
   _Atomic int ntx, nrx;
 };
 
-/* Prepares the link's window for `device` (win->present: the link has one).
+/* Prepares the link's window for `device` (win->present: the link has one);
+ * dev NULL: for a host rank's CPU (exec/hwin.h), nothing is registered.
  * The window is registered with the device (pinned and mapped) and bounce
  * buffers allocated at first use, so pairs that never exchange data cost no
  * pinned or device memory. */
@@ -85,6 +86,10 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
                                 struct hetccl_dwin *win);
 void hetccl_dwin_close(struct hetccl_dwin *win);
 
+/* *ready = 1 when sending `bytes` now would enqueue no wait for room (the
+ * peer has already read what the chunks would overwrite), so the send can
+ * go on a stream that also waits for the peer's data. */
+hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int *ready);
 /* Enqueues sending `bytes` from device memory `src` on `stream`. */
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream);
 /* Enqueues receiving `bytes` on `stream`: into dst, or with a != NULL
@@ -101,6 +106,16 @@ void hetccl_dwin_release(struct hetccl_dwin *win);
  * be satisfied because the peer closed the link or is gone. A peer that
  * left after producing (and consuming) everything waited for is no error. */
 hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win);
+
+/* What the counters count: every chunk starts on a whole unit. */
+#define HETCCL_DWIN_UNIT 256u
+/* For the host's end of a window (exec/hwin.h, dev == NULL at open: lanes
+ * are opened but not registered with any device): the lane a transfer of
+ * `bytes` takes in a direction (tx: this side sends), grown at its first
+ * use exactly as the device side grows it; and where a chunk of `n` bytes
+ * starts after the virtual end `end` of the previous one. */
+hetcclResult_t hetccl_dwin_lane_for(struct hetccl_dwin *win, int tx, size_t bytes, struct hetccl_dlane **out);
+uint64_t hetccl_dwin_place(const struct hetccl_dlane *l, uint64_t end, size_t n);
 
 /* The lane size a transfer of `bytes` needs beyond lane 0 of `lane0`
  * bytes (0: lane 0 takes it), and the chunk of a transfer in a lane of W

@@ -81,7 +81,7 @@ static int use_marker_image(void) {
 #endif
 }
 
-enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS };
+enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS, JOB_WITHHELD };
 
 struct opts {
   struct ht_slice m; /* what to run (ht_matrix.h) */
@@ -622,6 +622,119 @@ static void run_capture(struct mcase *c, uint64_t seed) {
   end_case(c);
 }
 
+/* ---- A call returns once its work is enqueued ---- */
+
+/* The host rank of the layout that the GPU ranks exchange with. */
+static int first_host_rank(const struct gpu_layout *l) {
+  for (int r = 0; r < l->nranks; r++)
+    if (l->kind[r] == GPU_LAYOUT_HOST) return r;
+  return -1;
+}
+
+/* Element i of what rank `from` sends rank `to` (Send/Recv), and of rank
+ * r's AllReduce input: small integers, exact in float in any order. */
+static float withheld_value(int from, int to, size_t i) { return (float)((from * 7 + to * 3 + (int)(i % 251)) % 251); }
+
+/* The withheld-host job (layouts with a host rank and GPU ranks): the host
+ * rank withholds its side until every GPU rank's call has returned. A GPU
+ * rank calls AllReduce (or a group of Send/Recv with the host rank), then
+ * checks that its stream is not done (it cannot be: the host rank's data
+ * has not been sent), then meets the others at an out-of-band barrier that
+ * the host rank passes before it calls. A GPU rank whose call waited for
+ * the transfer would never reach the barrier: the host rank's wait there
+ * times out (WITHHELD_WAIT_S), the case fails, and the host rank calls
+ * anyway so nothing stays blocked. After the host rank's call, the GPU
+ * ranks synchronize and every element is checked. No timing is asserted. */
+#define WITHHELD_WAIT_S 20
+static int run_withheld(struct mcase *c, const struct gpu_layout *l, int sendrecv, size_t count, uint64_t seed) {
+  begin_case(c, sendrecv ? HT_COLL_SENDRECV : HT_COLL_ALLREDUCE, sendrecv ? -1 : HT_OP_SUM, 0);
+  c->t = hetcclFloat32;
+  c->es = sizeof(float);
+  c->count = count;
+  int host = first_host_rank(l), gpu = l->kind[c->rank] != GPU_LAYOUT_HOST;
+  /* Send/Recv: every GPU rank with the host rank; the host rank with every GPU rank. */
+  int peers[HT_MAX_RANKS], np = 0;
+  for (int r = 0; r < c->n && sendrecv; r++)
+    if (r != c->rank && (c->rank == host ? l->kind[r] != GPU_LAYOUT_HOST : r == host)) peers[np++] = r;
+  if (np > NSLOTS / 2) np = NSLOTS / 2; /* the layouts here have at most two GPU ranks */
+  float *in[NSLOTS / 2], *out[NSLOTS / 2];
+  int nbuf = sendrecv ? np : 1;
+  for (int k = 0; k < nbuf; k++) {
+    in[k] = dbuf_alloc(c, 2 * k, count * c->es, seed + 1 + (uint64_t)k, 0);
+    out[k] = dbuf_alloc(c, 2 * k + 1, count * c->es, seed + 11 + (uint64_t)k, 1);
+    for (size_t i = 0; i < count; i++) in[k][i] = withheld_value(c->rank, sendrecv ? peers[k] : 0, i);
+  }
+  int ok = upload(c);
+  if (ok && c->rank == host) { /* withhold: the GPU ranks' calls must return first */
+    int saved = c->ctx->oob_timeout_s;
+    c->ctx->oob_timeout_s = WITHHELD_WAIT_S;
+    if (ht_oob_barrier(c->ctx) != 0)
+      ht_note(&c->problem, "the GPU ranks' calls did not return within %d s while this host rank withheld its "
+              "side: a cross-domain call waited for its transfer", WITHHELD_WAIT_S);
+    c->ctx->oob_timeout_s = saved;
+  }
+  if (ok && note_rc(c, "hetcclGroupStart", hetcclGroupStart())) {
+    for (int k = 0; k < nbuf; k++) {
+      if (!sendrecv) {
+        note_rc(c, "hetcclAllReduce",
+                hetcclAllReduce(dev_of(c, in[k]), dev_of(c, out[k]), count, c->t, hetcclSum, c->comm, c->stream));
+        continue;
+      }
+      note_rc(c, "hetcclSend", hetcclSend(dev_of(c, in[k]), count, c->t, peers[k], c->comm, c->stream));
+      note_rc(c, "hetcclRecv", hetcclRecv(dev_of(c, out[k]), count, c->t, peers[k], c->comm, c->stream));
+    }
+    ok = note_rc(c, "hetcclGroupEnd", hetcclGroupEnd()) && !c->problem.text[0];
+  }
+  void *ev = NULL; /* destroyed once the stream has passed its record (the stand-in frees at once) */
+  if (gpu) {
+    if (ok && note_rc(c, "event_create", D->event_create(c->device, &ev)) &&
+        note_rc(c, "event_record", D->event_record(ev, c->stream))) {
+      hetcclResult_t q = D->event_query(ev);
+      if (q != hetcclInProgress)
+        ht_note(&c->problem, "the stream was %s right after the call, while the host rank had not called yet",
+                q == hetcclSuccess ? "already done" : "in error");
+    }
+    int saved = c->ctx->oob_timeout_s;
+    c->ctx->oob_timeout_s = WITHHELD_WAIT_S;
+    if (ht_oob_barrier(c->ctx) != 0) ht_note(&c->problem, "the host rank never reached the barrier");
+    c->ctx->oob_timeout_s = saved;
+  }
+  int done = ok && complete(c, c->stream);
+  if (ev && (done || (D->stream_synchronize && D->stream_synchronize(c->stream) == hetcclSuccess)))
+    D->event_destroy(ev);
+  if (done)
+    for (int k = 0; k < nbuf && !c->problem.text[0]; k++)
+      for (size_t i = 0; i < count; i++) {
+        float want = 0;
+        if (sendrecv) want = withheld_value(peers[k], c->rank, i);
+        else
+          for (int r = 0; r < c->n; r++) want += withheld_value(r, 0, i);
+        if (out[k][i] != want) {
+          ht_note(&c->problem, "%s element %zu%s is %g, want %g", sendrecv ? "Recv" : "AllReduce", i,
+                  sendrecv ? " from the peer" : "", (double)out[k][i], (double)want);
+          break;
+        }
+      }
+  return end_case(c);
+}
+
+static int has_host_and_gpu(const struct gpu_layout *l) {
+  int host = 0, gpu = 0;
+  for (int r = 0; r < l->nranks; r++) {
+    host |= l->kind[r] == GPU_LAYOUT_HOST;
+    gpu |= l->kind[r] != GPU_LAYOUT_HOST;
+  }
+  return host && gpu;
+}
+
+/* 8 bytes (one chunk) and 16 MiB + 20 bytes (many chunks, more than a link's ring). */
+static void run_withheld_all(struct mcase *c, const struct gpu_layout *l) {
+  static const size_t counts[] = {2, ((size_t)1 << 22) + 5};
+  for (int sr = 0; sr < 2; sr++)
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      if (!run_withheld(c, l, sr, counts[k], 0x717d0000u + (uint64_t)c->ctx->next_case)) return; /* barriers are off step */
+}
+
 /* ---- Jobs ---- */
 
 /* The rank's device kind, GPU and stream, as its layout entry says. Every
@@ -753,8 +866,9 @@ static int job_rank(ht_ctx *ctx, void *arg) {
   if (o->job == JOB_STREAMS) {
     run_two_streams(&c, 0x5eed0001u + (uint64_t)ctx->next_case);
     run_capture(&c, 0x5eed0002u + (uint64_t)ctx->next_case);
-  }
-  else
+  } else if (o->job == JOB_WITHHELD) {
+    run_withheld_all(&c, o->layout);
+  } else
     for_each_type_count(&c, o, o->job == JOB_MATRIX ? run_count : run_inplace_alltoall);
   destroy_comm(&c);
   unsigned report[3] = {g_refusals, g_skipped, g_renewals};
@@ -829,6 +943,11 @@ static void run_layout(const struct opts *base, struct gpu_layout *l) {
   if (gpu_only_across_domains(l) && (o.m.coll_mask & (1u << HT_COLL_ALLREDUCE))) {
     o.job = JOB_STREAMS;
     snprintf(name, sizeof name, "two-streams [%s]", l->spec);
+    run_job(name, l->nranks, o.m.timeout_s, gpu_layout_env, l, job_rank, &o);
+  }
+  if (has_host_and_gpu(l) && (o.m.coll_mask & (1u << HT_COLL_ALLREDUCE))) {
+    o.job = JOB_WITHHELD;
+    snprintf(name, sizeof name, "withheld-host [%s]", l->spec);
     run_job(name, l->nranks, o.m.timeout_s, gpu_layout_env, l, job_rank, &o);
   }
 }

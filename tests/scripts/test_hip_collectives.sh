@@ -12,21 +12,27 @@
 # (every collective, type and op, in-place and out-of-place, guards
 # checked). Layouts, per ABI:
 #   hip                   one hip domain alone (pass-through to RCCL)
-#   hip,host              a hip domain and a host domain
+#   hip,host              a hip domain and a host domain (through the
+#                         link's device window: the host rank's CPU end,
+#                         src/exec/hwin.h)
 #   hip:d0,hip:d1,host    two hip domains and a host rank (the hip pair
 #                         shares a shm device window: host-registered shm,
 #                         stream waits and writes on it)
-#   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through host slots)
+#   the same with HETCCL_SHM_WINDOW_BYTES=0 (staged through the progress
+#                         engine and the link's host slots); hip,host too
 #   hip:d0,hip:d0         one hip domain of two ranks (pass-through to RCCL)
 #   hip:d0,hip:d0,host    a two-rank hip domain beside a host rank (RCCL's
 #                         reduce-scatter / all-gather inside the domain)
 #   hip:d0,hip:d0,hip:d1,host  two hip domains, one of two ranks, and a host
 #                         rank (RCCL, the device window and the links together)
 #   hip:d0,hip:d1,host with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
-#                         restarted with their handshake every 4 KiB)
+#                         restarted with their handshake every 4 KiB, on the
+#                         hip pair's window and on the hip-host windows)
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three- and four-domain
 # layouts. The multi-rank layouts run on ROCm 6 (the ABI branch is the
 # hip kind's, covered by the one-rank layouts on both).
+# Layouts with a host rank also run the withheld-host job (tests/gpu/README.md:
+# a hip rank's call returns before the host rank has even called).
 # Usage: test_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
 set -u
 build=${1:?usage: $0 <build-dir>}
@@ -57,6 +63,7 @@ for abi in 5 6; do
   run $abi "" 0,1,7,1023 hip
   run $abi "" 0,1,7,1023 hip,host
   run $abi "" 0,1,7,1023 hip:d0,hip:d1,host
+  run $abi 0 0,1,7,1023 hip,host
   run $abi 0 0,1,7,1023 hip:d0,hip:d1,host
 done
 run 6 "" 65539 hip:d0,hip:d1,host

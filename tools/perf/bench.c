@@ -29,6 +29,7 @@ struct bench {
   struct perf_world *w;
   const struct perf_options *o;
   int gpu;
+  int any_gpu;  /* some rank of the job is a GPU rank */
   unsigned char *sbuf, *rbuf; /* out-of-place: send, receive; in-place: rbuf holds both */
   unsigned char *hsbuf, *hrbuf;
   size_t buf_bytes, mirror_bytes;
@@ -145,7 +146,9 @@ static int measure(struct bench *b, struct perf_row *row, struct perf_call *c, c
       sum += now_us() - h0;
       if ((st = drain(b))) return st;
     }
-    double host_us = sum / o->iters;
+    /* A host rank's call is its whole operation; with GPU ranks in the job,
+     * what is asked is how long theirs block, so only they count. */
+    double host_us = b->gpu || !b->any_gpu ? sum / o->iters : 0.0;
     if ((st = perf_world_max(b->w, &host_us))) return st;
     res->host_us = host_us;
   }
@@ -216,7 +219,7 @@ static void describe_library(const struct bench *b, char *buf, size_t len) {
     char n[1200];
     perf_nccl_describe(&b->nccl, n, sizeof(n));
     snprintf(buf, len, "%s, called directly", n);
-  } else if (b->gpu) {
+  } else if (b->gpu && perf_rank_device(b->o, b->w->rank) == PERF_DEVICE_CUDA) {
     int v = hetccl_vendor_nccl_version();
     const char *path = hetccl_vendor_nccl_path();
     snprintf(buf, len, "HetCCL over NCCL %d.%d.%d (%s)", v / 10000, v / 100 % 100, v % 100, path ? path : "?");
@@ -254,7 +257,7 @@ static int describe_ranks(struct bench *b) {
 static int check_rank_kind(struct perf_world *w, const struct perf_options *o) {
   int dev = -1;
   hetcclResult_t rc = hetcclCommDevice(w->comm, &dev);
-  int want = (o->device == PERF_DEVICE_CUDA && o->lib == PERF_LIB_HETCCL) ? w->device : -1;
+  int want = (perf_rank_device(o, w->rank) != PERF_DEVICE_HOST && o->lib == PERF_LIB_HETCCL) ? w->device : -1;
   if (rc == hetcclSuccess && dev == want) return 0;
   if (want < 0)
     fprintf(stderr, "hetccl-perf: rank %d is not a host rank (device %d); run with HETCCL_DEVICE=host\n", w->rank,
@@ -333,12 +336,16 @@ int perf_bench(struct perf_world *w, const struct perf_options *o) {
     return PERF_EXIT_USAGE;
   }
   const char *corrupt = getenv("HETCCL_PERF_CORRUPT");
-  struct bench b = {.w = w, .o = o, .gpu = o->device == PERF_DEVICE_CUDA, .corrupt = corrupt && atoi(corrupt) > 0};
+  struct bench b = {.w = w, .o = o, .gpu = perf_rank_device(o, w->rank) != PERF_DEVICE_HOST,
+                    .corrupt = corrupt && atoi(corrupt) > 0};
   if (o->lib == PERF_LIB_NCCL) {
     if ((st = perf_nccl_open(w, &b.nccl))) return st;
     b.nccl_open = 1;
   }
-  st = alloc_buffers(&b);
+  double gpu_here = b.gpu;
+  st = perf_world_max(w, &gpu_here);
+  b.any_gpu = gpu_here > 0;
+  if (!st) st = alloc_buffers(&b);
   if (!st) st = describe_ranks(&b);
   if (!st) st = sweep(&b);
   if (!st && w->rank == 0) perf_report_footer(b.wrong_total, b.busbw_sum, b.busbw_count);

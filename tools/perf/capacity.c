@@ -40,19 +40,34 @@ static uint64_t cross_domain_pairs(const struct perf_options *o, int n) {
   return pairs;
 }
 
+/* Pairs of the first n ranks in different domains with a GPU rank at one
+ * end at least (-G a,b,...): they carry a device window (host ranks take
+ * their end from the CPU). */
+static uint64_t window_pairs(const struct perf_options *o, int n) {
+  uint64_t pairs = 0;
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1; b < n; b++)
+      pairs += perf_domain_of(o, a) != perf_domain_of(o, b) &&
+               (perf_rank_device(o, a) != PERF_DEVICE_HOST || perf_rank_device(o, b) != PERF_DEVICE_HOST);
+  return pairs;
+}
+
 void perf_capacity_need(const struct perf_options *o, const struct perf_shm_settings *s, int n, size_t maxbytes,
                         struct perf_need *need) {
   *need = (struct perf_need){0};
   /* Host ranks run the built-in engine, which links every pair, domain
-   * members included; GPU ranks link only across domains (core/domains.c).
+   * members included; GPU ranks link only across domains (core/domains.c);
+   * a mixed -G list is counted as if every pair were linked.
    * Forked ranks share this host, so every link is an shm link unless
    * HETCCL_TRANSPORT says socket. */
-  int gpu_ranks = o->device == PERF_DEVICE_CUDA && o->lib == PERF_LIB_HETCCL;
+  int gpu_ranks = perf_all_gpu(o) && o->lib == PERF_LIB_HETCCL;
   if (n > 1 && s->shm) {
     need->links = gpu_ranks ? cross_domain_pairs(o, n) : (uint64_t)n * (uint64_t)(n - 1) / 2;
     /* Windows join GPU ranks of different domains whose devices can map
      * them; whether they can is known only at init, so count them all. */
     need->window_links = gpu_ranks && s->window_bytes ? need->links : 0;
+    if (!gpu_ranks && o->ndomain_devices && o->lib == PERF_LIB_HETCCL && s->window_bytes)
+      need->window_links = window_pairs(o, n);
   }
   need->link_bytes = hetccl_shm_seg_bytes(s->slot_bytes, s->nslots, 0);
   if (need->window_links) {
@@ -65,7 +80,7 @@ void perf_capacity_need(const struct perf_options *o, const struct perf_shm_sett
                             sat_mul(need->window_links, need->window_link_bytes));
   /* bench.c: host ranks' send and receive buffers; GPU ranks' host mirrors
    * of the checked sizes (their device buffers are not host memory). */
-  if (o->device == PERF_DEVICE_HOST)
+  if (perf_any_host(o))
     need->rank_buffer_bytes = sat_mul(2, sat_add(maxbytes, 64));
   else if (o->check)
     need->rank_buffer_bytes = sat_mul(2, sat_add(maxbytes < o->check_max ? maxbytes : o->check_max, 64));
@@ -138,7 +153,7 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   fprintf(stderr, "\n  benchmark buffers: %llu bytes (%s): %d ranks x %llu bytes (%s)\n",
           (unsigned long long)need->buffer_bytes, human(need->buffer_bytes, h1), n,
           (unsigned long long)need->rank_buffer_bytes,
-          o->device == PERF_DEVICE_HOST ? "send and receive buffers of -e + 64 bytes"
+          perf_any_host(o) ? "send and receive buffers of -e + 64 bytes"
                                         : "host mirrors of the checked sizes; device memory not counted");
   if (room->shm_known)
     fprintf(stderr, "  /dev/shm:          needs %llu bytes, has %llu bytes (%s) free\n",
@@ -151,7 +166,7 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   }
   /* GPU ranks with --domains: a smaller -N means other domain sizes, which
    * only the user can choose. */
-  int gpu_domains = o->device == PERF_DEVICE_CUDA && o->lib == PERF_LIB_HETCCL && o->ndomains;
+  int gpu_domains = perf_all_gpu(o) && o->lib == PERF_LIB_HETCCL && o->ndomains;
   if (!gpu_domains) {
     int k = largest_n(o, s, room, n);
     if (k) fprintf(stderr, "  largest rank count that fits at -e %zu: -N %d\n", o->maxbytes, k);

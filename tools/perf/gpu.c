@@ -4,6 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HETCCL_PERF_STAND_IN_HIP
+/* Built as test-tools/perf_stand_in_hip (tests/abi): hip ranks run over the
+ * stand-in HIP runtime, which takes only its own marker image as a code
+ * object and runs the kernels as their host builds. */
+#include "device/hip/hip_internal.h"
+static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
+static const char *stand_in_archs(void) { return "gfx942"; }
+static const void *stand_in_image(const char *arch, size_t *bytes) {
+  *bytes = strcmp(arch, "gfx942") ? 0 : sizeof g_stand_in_image;
+  return *bytes ? g_stand_in_image : NULL;
+}
+static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+#endif
+
 static int device_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
   fprintf(stderr, "hetccl-perf: rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
           hetcclGetLastError(NULL));
@@ -19,14 +33,19 @@ int perf_gpu_local_rank(int rank) {
   return rank;
 }
 
-int perf_gpu_attach(struct perf_world *w, int local_rank) {
-  const struct hetccl_device_ops *dev = hetccl_device_get(HETCCL_DEVICE_CUDA);
+int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
+  int hip = kind == PERF_DEVICE_HIP;
+  const struct hetccl_device_ops *dev = hetccl_device_get(hip ? HETCCL_DEVICE_HIP : HETCCL_DEVICE_CUDA);
   int ngpus = dev && dev->available() ? dev->count() : 0;
   if (ngpus <= 0) {
-    fprintf(stderr, "hetccl-perf: rank %d: -G cuda, but %s (hetccl-info says more)\n", w->rank,
-            dev ? "no CUDA driver or no GPU was found here" : "this build has no cuda device kind");
+    fprintf(stderr, "hetccl-perf: rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
+            dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
+                : (hip ? "this build has no hip device kind" : "this build has no cuda device kind"));
     return PERF_EXIT_USAGE;
   }
+#ifdef HETCCL_PERF_STAND_IN_HIP
+  if (hip) hetccl_hip_set_images(&g_stand_in_images);
+#endif
   int device = (local_rank < 0 ? 0 : local_rank) % ngpus;
   hetcclResult_t rc = dev->set_device(device);
   if (rc != hetcclSuccess) return device_failed(w, "selecting the GPU", rc);

@@ -1,7 +1,8 @@
 /*
- * -G cuda: each rank's GPU, stream and device buffers, through HetCCL's own
- * device layer (src/device/device.h: the cuda kind over libcuda, opened at
- * run time), so hetccl-perf needs no CUDA toolkit either.
+ * -G cuda (or hip): each rank's GPU, stream and device buffers, through
+ * HetCCL's own device layer (src/device/device.h: the cuda kind over
+ * libcuda, the hip kind over libamdhip64, opened at run time), so
+ * hetccl-perf needs no CUDA or ROCm toolkit either.
  */
 #ifndef HETCCL_PERF_GPU_H
 #define HETCCL_PERF_GPU_H
@@ -18,8 +19,9 @@ int perf_gpu_local_rank(int rank);
 /* Makes GPU local_rank % GPUs the calling thread's current device (before
  * the communicator is created, so the library picks it up as NCCL would)
  * and creates the rank's stream; fills w->device, w->dev, w->stream.
+ * kind: PERF_DEVICE_CUDA or PERF_DEVICE_HIP.
  * Returns an exit status. */
-int perf_gpu_attach(struct perf_world *w, int local_rank);
+int perf_gpu_attach(struct perf_world *w, int local_rank, int kind);
 void perf_gpu_detach(struct perf_world *w);
 
 /* Device memory; returns an exit status after saying why. */

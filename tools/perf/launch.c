@@ -29,14 +29,17 @@ static double now_ms(void) {
 }
 
 /* The kind of rank the library makes, set before it reads its settings.
- * Host buffers: host ranks unless the user asked otherwise. Device buffers:
- * cuda ranks. --lib nccl: the HetCCL communicator only carries the
- * agreements (the NCCL id, under a launcher the barrier and the tallies),
- * on host memory, so it is a host communicator. */
-static void choose_rank_kind(const struct perf_options *o) {
+ * Host buffers: host ranks unless the user asked otherwise (a host block of
+ * a -G list: host ranks). Device buffers: cuda or hip ranks. --lib nccl:
+ * the HetCCL communicator only carries the agreements (the NCCL id, under a
+ * launcher the barrier and the tallies), on host memory, so it is a host
+ * communicator. */
+static void choose_rank_kind(const struct perf_options *o, int rank) {
+  int kind = perf_rank_device(o, rank);
   if (o->lib == PERF_LIB_NCCL) setenv("HETCCL_DEVICE", "host", 1);
-  else if (o->device == PERF_DEVICE_CUDA) setenv("HETCCL_DEVICE", "cuda", 1);
-  else setenv("HETCCL_DEVICE", "host", 0);
+  else if (kind == PERF_DEVICE_CUDA) setenv("HETCCL_DEVICE", "cuda", 1);
+  else if (kind == PERF_DEVICE_HIP) setenv("HETCCL_DEVICE", "hip", 1);
+  else setenv("HETCCL_DEVICE", "host", o->ndomain_devices ? 1 : 0);
 }
 
 static void set_domain(const struct perf_options *o, int rank) {
@@ -52,8 +55,9 @@ static void set_domain(const struct perf_options *o, int rank) {
 static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct perf_options *o, perf_rank_fn fn,
                     int local_rank) {
   w->device = -1;
-  if (o->device == PERF_DEVICE_CUDA) {
-    int st = perf_gpu_attach(w, local_rank);
+  int kind = perf_rank_device(o, w->rank);
+  if (kind != PERF_DEVICE_HOST) {
+    int st = perf_gpu_attach(w, local_rank, kind);
     if (st) return st;
   }
   perf_test_kill_arm(w->rank, id);
@@ -119,7 +123,7 @@ static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_o
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != s->parent) return PERF_EXIT_RANK;
   set_domain(o, rank);
-  choose_rank_kind(o);
+  choose_rank_kind(o, rank);
   unsigned waited = 0;
   while (!atomic_load(&s->id_ready)) {
     if (atomic_load(&s->abort)) return PERF_EXIT_RANK;
@@ -291,7 +295,7 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
     }
     set_domain(o, r);
   }
-  choose_rank_kind(o);
+  choose_rank_kind(o, launcher_rank());
   hetcclUniqueId id;
   struct perf_world w = {0};
   hetcclResult_t rc = hetcclGetUniqueIdFromEnv(&id, &w.rank, &w.nranks);

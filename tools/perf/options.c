@@ -31,9 +31,10 @@ void perf_usage(FILE *out) {
           "                          HETCCL_DOMAIN=d0, d1, ...\n"
           "  -T, --timeout <s>       with -N: kill the ranks after s seconds (default 0: never)\n"
           "  -G, --device <kind>     host: buffers in host memory, host ranks (default);\n"
-          "                          cuda: buffers in the rank's GPU memory (local rank i uses\n"
-          "                          GPU i %% GPUs), calls on a stream per rank, timed up to a\n"
-          "                          stream synchronize as nccl-tests\n"
+          "                          cuda (or hip): buffers in the rank's GPU memory (local rank\n"
+          "                          i uses GPU i %% GPUs), calls on a stream per rank, timed up\n"
+          "                          to a stream synchronize as nccl-tests; a list (cuda,host)\n"
+          "                          gives each --domains block its kind\n"
           "      --lib <name>        hetccl (default), or nccl: the same benchmark calling\n"
           "                          NCCL directly (implies -G cuda); also --reference nccl\n"
           "      --host-time         also measure how long one call takes to return\n"
@@ -66,6 +67,50 @@ static int parse_domains(const char *s, struct perf_options *o) {
     p = end;
   }
   return o->ndomains > 0 ? 0 : -1;
+}
+
+static int parse_device(const char *s, size_t len) {
+  static const char *const names[] = {"host", "cuda", "hip"}; /* PERF_DEVICE_* order */
+  for (int k = 0; k < 3; k++)
+    if (strlen(names[k]) == len && !strncmp(s, names[k], len)) return k;
+  return -1;
+}
+
+/* -G KIND, or -G KIND,KIND,... (one per --domains block). */
+static int parse_devices(const char *s, struct perf_options *o) {
+  o->device_given = 1;
+  o->ndomain_devices = 0;
+  o->device = -1;
+  for (const char *p = s;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    int k = parse_device(p, len);
+    if (k < 0 || o->ndomain_devices == PERF_MAX_DOMAINS) return -1;
+    o->domain_device[o->ndomain_devices++] = k;
+    if (o->device <= PERF_DEVICE_HOST) o->device = k;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  if (o->ndomain_devices == 1) o->ndomain_devices = 0;
+  return 0;
+}
+
+int perf_rank_device(const struct perf_options *o, int rank) {
+  if (!o->ndomain_devices) return o->device;
+  int d = perf_domain_of(o, rank);
+  return d >= 0 && d < o->ndomain_devices ? o->domain_device[d] : o->device;
+}
+
+int perf_all_gpu(const struct perf_options *o) {
+  if (!o->ndomain_devices) return o->device != PERF_DEVICE_HOST;
+  for (int i = 0; i < o->ndomain_devices; i++)
+    if (o->domain_device[i] == PERF_DEVICE_HOST) return 0;
+  return 1;
+}
+
+int perf_any_host(const struct perf_options *o) {
+  if (!o->ndomain_devices) return o->device == PERF_DEVICE_HOST;
+  return !perf_all_gpu(o);
 }
 
 int perf_domain_total(const struct perf_options *o) {
@@ -113,12 +158,7 @@ static int set_flag(struct perf_options *o, char letter, const char *val) {
     case 'D': return parse_domains(val, o);
     case 'C': return tool_parse_size(val, &o->check_max);
     case 'H': return parse_int(val, 0, &o->host_time) || o->host_time > 1 ? -1 : 0;
-    case 'G':
-      o->device_given = 1;
-      if (!strcmp(val, "host")) o->device = PERF_DEVICE_HOST;
-      else if (!strcmp(val, "cuda")) o->device = PERF_DEVICE_CUDA;
-      else return -1;
-      return 0;
+    case 'G': return parse_devices(val, o);
     case 'L':
       if (!strcmp(val, "hetccl")) o->lib = PERF_LIB_HETCCL;
       else if (!strcmp(val, "nccl")) o->lib = PERF_LIB_NCCL;
@@ -212,13 +252,18 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
     fprintf(stderr, "hetccl-perf: --domains sizes add up to %d, not -N %d\n", perf_domain_total(o), o->nranks);
     return PERF_PARSE_ERROR;
   }
+  if (o->ndomain_devices && o->ndomain_devices != o->ndomains) {
+    fprintf(stderr, "hetccl-perf: -G names %d kinds, one per --domains block; --domains has %d\n",
+            o->ndomain_devices, o->ndomains);
+    return PERF_PARSE_ERROR;
+  }
   if (o->nranks && o->coll->rooted && o->root >= o->nranks) {
     fprintf(stderr, "hetccl-perf: root %d is not a rank (-N %d)\n", o->root, o->nranks);
     return PERF_PARSE_ERROR;
   }
   if (o->lib == PERF_LIB_NCCL) {
     /* NCCL's buffers are device memory; it has no domains. */
-    if (o->device_given && o->device != PERF_DEVICE_CUDA) {
+    if (o->device_given && (o->device != PERF_DEVICE_CUDA || o->ndomain_devices)) {
       fprintf(stderr, "hetccl-perf: --lib nccl needs device buffers (-G cuda)\n");
       return PERF_PARSE_ERROR;
     }

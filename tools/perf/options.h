@@ -10,8 +10,8 @@
 
 #define PERF_MAX_DOMAINS 64
 /* Where the buffers live: plain host memory (host ranks), or device memory
- * of the rank's GPU (cuda ranks). */
-enum { PERF_DEVICE_HOST = 0, PERF_DEVICE_CUDA = 1 };
+ * of the rank's GPU (cuda or hip ranks). */
+enum { PERF_DEVICE_HOST = 0, PERF_DEVICE_CUDA = 1, PERF_DEVICE_HIP = 2 };
 /* Which library the measured calls go to: HetCCL, or NCCL called directly
  * (the reference, same binary, same buffers, same check). */
 enum { PERF_LIB_HETCCL = 0, PERF_LIB_NCCL = 1 };
@@ -30,7 +30,9 @@ struct perf_options {
   int ndomains;         /* --domains: 0 leaves HETCCL_DOMAIN as it is */
   int domain_sizes[PERF_MAX_DOMAINS];
   int timeout_s;        /* -T: forked ranks are killed after this (0: never) */
-  int device;           /* -G: PERF_DEVICE_* */
+  int device;           /* -G: PERF_DEVICE_*; with a list, its first GPU kind (host when none) */
+  int ndomain_devices;  /* -G a,b,...: one kind per --domains block (0: every rank o->device) */
+  int domain_device[PERF_MAX_DOMAINS];
   int device_given;     /* -G was on the command line */
   int lib;              /* --lib: PERF_LIB_* */
   int host_time;        /* --host-time: also measure how long one call takes to return */
@@ -46,5 +48,11 @@ void perf_usage(FILE *out);
 /* The domain index of `rank` under --domains (consecutive blocks). */
 int perf_domain_of(const struct perf_options *o, int rank);
 int perf_domain_total(const struct perf_options *o);
+/* The kind of `rank` (PERF_DEVICE_*): its domain's under -G a,b,..., else o->device. */
+int perf_rank_device(const struct perf_options *o, int rank);
+/* Whether every rank is a GPU rank (no host rank in the layout). */
+int perf_all_gpu(const struct perf_options *o);
+/* Whether some rank has host buffers. */
+int perf_any_host(const struct perf_options *o);
 
 #endif

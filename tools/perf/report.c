@@ -11,8 +11,14 @@ void perf_report_header(const struct perf_options *o, int nranks, const struct p
   hetcclGetVersion(&version);
   printf("# hetccl-perf %s: HetCCL %d.%d.%d, nranks %d (%s)\n", o->coll->name, version / 10000,
          version / 100 % 100, version % 100, nranks, o->nranks ? "forked" : "launcher");
-  printf("#  library: %s; buffers: %s\n", library,
-         o->device == PERF_DEVICE_CUDA ? "cuda device memory, one stream per rank" : "host memory");
+  static const char *const buffers[] = {"host memory", "cuda device memory, one stream per rank",
+                                        "hip device memory, one stream per rank"};
+  printf("#  library: %s; buffers: ", library);
+  if (!o->ndomain_devices) printf("%s\n", buffers[o->device]);
+  for (int d = 0; d < o->ndomain_devices; d++)
+    printf("%s%s (domain d%d)%s", d ? ", " : "", buffers[o->domain_device[d]], d, d + 1 < o->ndomain_devices ? "" : "\n");
+  if (o->host_time && o->ndomain_devices && !perf_all_gpu(o))
+    printf("#  host time: the slowest GPU rank's (a host rank's call is its whole operation)\n");
   printf("#  minBytes %zu maxBytes %zu step: ", o->minbytes, o->maxbytes);
   if (o->stepbytes) printf("%zu(bytes)", o->stepbytes);
   else printf("%d(factor)", o->stepfactor);
