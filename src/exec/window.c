@@ -248,7 +248,7 @@ hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int 
     uint64_t v = hetccl_dwin_place(l, at, n), end = v + round_up(n, WIN_UNIT);
     /* A counter restart waits for the receiver: never on the caller's stream. */
     if (at > 0 && end > win->epoch) *ready = 0;
-    *ready = *ready && (end <= l->W || reached(l->consumed, units(end - l->W)));
+    *ready = *ready && (end <= l->W || reached(l, l->consumed, units(end - l->W)));
     at = end;
   }
   return hetcclSuccess;
