@@ -76,5 +76,6 @@ run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
 # the handshake that keeps them from wrapping, which HIP's unsigned waits,
 # modelled by the stand-in, would not survive).
 run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K
+run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
