@@ -1,5 +1,6 @@
 #include "core/group.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,9 +49,12 @@ static hetcclResult_t run_batch_owned(struct hetccl_comm *c, const struct hetccl
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
   rc = hetccl_plan_run(&c->topo, ops, n);
-  if (rc != hetcclSuccess && atomic_load(&c->aborting))
+  if (rc != hetcclSuccess && atomic_load(&c->aborting)) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", hetccl_last_error()); /* the message is rewritten below */
     return hetccl_error(rc, "communicator %p (rank %d) was aborted (hetcclCommAbort) during this call: %s", (void *)c,
-                        c->rank, hetccl_last_error());
+                        c->rank, why);
+  }
   /* A refused operation leaves the communicator usable; a failure while
    * moving data leaves peers out of step, so the communicator is poisoned
    * (link waits record their own failures, size mismatches included:
