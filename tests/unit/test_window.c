@@ -315,6 +315,8 @@ static void case_fake(void) {
   CHECK(fs_ops.host_alloc(0, 64, &h, &d) == hetcclSuccess && h == d, "host_alloc");
   if (!h) return;
   _Atomic uint32_t *w = h;
+  /* Allocations start as garbage (as a device's do): the words are zeroed here. */
+  for (int i = 0; i < 16; i++) atomic_store(&w[i], 0);
   CHECK(fs_ops.event_create(0, &ev) == hetcclSuccess, "event_create");
   /* GEQ compares with wrap: 0xfffffff0 is before 0xfffffff8, 4 is after it. */
   atomic_store(&w[0], 0xfffffff0u);
