@@ -114,7 +114,7 @@ hetcclResult_t hetccl_link_drive(struct hetccl_link_driver *d, const struct hetc
     } else if (hetccl_expired(d->deadline)) {
       return broke(d, timed_out(d, ops, arg));
     }
-    if (ops->idle && (rc = ops->idle(arg)) != hetcclSuccess) return broke(d, rc);
+    if (ops->idle) HETCCL_TRY(ops->idle(arg)); /* the caller's own stop (an abort): not a link's failure */
     hetccl_backoff_pause(&d->backoff);
   }
 }

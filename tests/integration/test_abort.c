@@ -394,7 +394,7 @@ static void print_stats(const char *what, double *v, int n) {
     return;
   }
   qsort(v, (size_t)n, sizeof *v, cmp_double);
-  printf("%-44s median %.3f s, worst %.3f s (%d trials)\n", what, v[n / 2], v[n - 1], n);
+  printf("%-58s median %8.1f ms, worst %8.1f ms (%d trials)\n", what, v[n / 2] * 1e3, v[n - 1] * 1e3, n);
 }
 
 static const struct setup g_setups[] = {
