@@ -9,9 +9,8 @@
 
 /* Checks shared by every data-moving call; `per_rank` counts are multiplied
  * by the rank count for the overflow check (AllGather-like buffers). The
- * communicator is looked up once, here. */
+ * communicator was looked up and entered once, by the public entry point. */
 static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, int per_rank) {
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
   HETCCL_TRY(hetccl_check_type(fn, dt));
   return hetccl_check_count(fn, count, per_rank ? (size_t)comm->nranks : 1, dt);
 }
@@ -178,37 +177,55 @@ static hetcclResult_t impl_hetcclRecv(void *recvbuff, size_t count, hetcclDataTy
   return p2p("hetcclRecv", HETCCL_COLL_RECV, NULL, recvbuff, count, dt, peer, comm, stream);
 }
 
-/* Public entry points: a failure inside an open group also fails the group. */
+/* Public entry points: each enters the communicator (api/check.h: a
+ * concurrent destroy or abort waits for it to leave) and leaves it last; a
+ * failure inside an open group also fails the group. */
+static hetcclResult_t entered(const char *fn, hetcclComm_t comm) { return hetccl_group_note(hetccl_enter_comm(fn, comm)); }
+static hetcclResult_t left(hetcclComm_t comm, hetcclResult_t rc) {
+  hetccl_comm_leave(comm);
+  return hetccl_group_note(rc);
+}
 HETCCL_API hetcclResult_t hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclAllReduce(sendbuff, recvbuff, count, dt, op, comm, stream));
+  HETCCL_TRY(entered("hetcclAllReduce", comm));
+  return left(comm, impl_hetcclAllReduce(sendbuff, recvbuff, count, dt, op, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclBroadcast(sendbuff, recvbuff, count, dt, root, comm, stream));
+  HETCCL_TRY(entered("hetcclBroadcast", comm));
+  return left(comm, impl_hetcclBroadcast(sendbuff, recvbuff, count, dt, root, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclRedOp_t op, int root, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclReduce(sendbuff, recvbuff, count, dt, op, root, comm, stream));
+  HETCCL_TRY(entered("hetcclReduce", comm));
+  return left(comm, impl_hetcclReduce(sendbuff, recvbuff, count, dt, op, root, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclAllGather(sendbuff, recvbuff, sendcount, dt, comm, stream));
+  HETCCL_TRY(entered("hetcclAllGather", comm));
+  return left(comm, impl_hetcclAllGather(sendbuff, recvbuff, sendcount, dt, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, hetcclDataType_t dt, hetcclRedOp_t op, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclReduceScatter(sendbuff, recvbuff, recvcount, dt, op, comm, stream));
+  HETCCL_TRY(entered("hetcclReduceScatter", comm));
+  return left(comm, impl_hetcclReduceScatter(sendbuff, recvbuff, recvcount, dt, op, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclAlltoAll(sendbuff, recvbuff, count, dt, comm, stream));
+  HETCCL_TRY(entered("hetcclAlltoAll", comm));
+  return left(comm, impl_hetcclAlltoAll(sendbuff, recvbuff, count, dt, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[], void *recvbuff, const size_t recvcounts[], const size_t rdispls[], hetcclDataType_t dt, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclAlltoAllv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, dt, comm, stream));
+  HETCCL_TRY(entered("hetcclAlltoAllv", comm));
+  return left(comm, impl_hetcclAlltoAllv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, dt, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclGather(sendbuff, recvbuff, count, dt, root, comm, stream));
+  HETCCL_TRY(entered("hetcclGather", comm));
+  return left(comm, impl_hetcclGather(sendbuff, recvbuff, count, dt, root, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclScatter(sendbuff, recvbuff, count, dt, root, comm, stream));
+  HETCCL_TRY(entered("hetcclScatter", comm));
+  return left(comm, impl_hetcclScatter(sendbuff, recvbuff, count, dt, root, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclSend(sendbuff, count, dt, peer, comm, stream));
+  HETCCL_TRY(entered("hetcclSend", comm));
+  return left(comm, impl_hetcclSend(sendbuff, count, dt, peer, comm, stream));
 }
 HETCCL_API hetcclResult_t hetcclRecv(void *recvbuff, size_t count, hetcclDataType_t dt, int peer, hetcclComm_t comm, hetcclStream_t stream) {
-  return hetccl_group_note(impl_hetcclRecv(recvbuff, count, dt, peer, comm, stream));
+  HETCCL_TRY(entered("hetcclRecv", comm));
+  return left(comm, impl_hetcclRecv(recvbuff, count, dt, peer, comm, stream));
 }

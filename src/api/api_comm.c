@@ -59,10 +59,8 @@ HETCCL_API hetcclResult_t hetcclCommInitAll(hetcclComm_t *comms, int ndev, const
   return hetccl_comm_init_all(comms, ndev, devlist);
 }
 
-HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm,
-                                          hetcclConfig_t *config) {
+static hetcclResult_t comm_split(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm, hetcclConfig_t *config) {
   int nonblocking;
-  HETCCL_TRY(hetccl_check_comm("hetcclCommSplit", comm));
   if (!newcomm) return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: newcomm is NULL");
   if (color < 0 && color != HETCCL_SPLIT_NOCOLOR)
     return hetccl_error(hetcclInvalidArgument, "hetcclCommSplit: color %d must be >= 0 or HETCCL_SPLIT_NOCOLOR", color);
@@ -74,47 +72,66 @@ HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key,
   return hetccl_comm_split(comm, color, key, newcomm, nonblocking);
 }
 
-HETCCL_API hetcclResult_t hetcclCommFinalize(hetcclComm_t comm) {
-  HETCCL_TRY(hetccl_check_comm("hetcclCommFinalize", comm));
-  return hetccl_comm_finalize(comm);
+HETCCL_API hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t *newcomm,
+                                          hetcclConfig_t *config) {
+  HETCCL_IN_COMM("hetcclCommSplit", comm, comm_split(comm, color, key, newcomm, config));
 }
 
+HETCCL_API hetcclResult_t hetcclCommFinalize(hetcclComm_t comm) {
+  HETCCL_IN_COMM("hetcclCommFinalize", comm, hetccl_comm_finalize(comm));
+}
+
+/* Destroy and abort retire the communicator first (core/comm.h): later calls
+ * are refused as for any dead pointer, a second destroy or abort included,
+ * and the teardown waits for the calls already inside it. */
 HETCCL_API hetcclResult_t hetcclCommDestroy(hetcclComm_t comm) {
   if (!comm) return hetcclSuccess; /* as NCCL: destroying NULL is a no-op */
-  HETCCL_TRY(hetccl_check_comm("hetcclCommDestroy", comm));
+  if (!hetccl_comm_retire(comm))
+    return hetccl_error(hetcclInvalidArgument,
+                        "hetcclCommDestroy: comm is not a live communicator (destroyed or aborted already, or never created)");
   return hetccl_comm_destroy(comm);
 }
 
 HETCCL_API hetcclResult_t hetcclCommAbort(hetcclComm_t comm) {
   if (!comm) return hetcclSuccess;
-  HETCCL_TRY(hetccl_check_comm("hetcclCommAbort", comm));
+  if (!hetccl_comm_retire(comm))
+    return hetccl_error(hetcclInvalidArgument,
+                        "hetcclCommAbort: comm is not a live communicator (destroyed or aborted already, or never created)");
   return hetccl_comm_abort(comm);
 }
 
-HETCCL_API hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t *asyncError) {
-  HETCCL_TRY(hetccl_check_comm("hetcclCommGetAsyncError", comm));
+static hetcclResult_t comm_async_error(hetcclComm_t comm, hetcclResult_t *asyncError) {
   if (!asyncError) return hetccl_error(hetcclInvalidArgument, "hetcclCommGetAsyncError: asyncError is NULL");
   int s = atomic_load_explicit(&comm->init_state, memory_order_acquire);
   *asyncError = s != hetcclSuccess ? (hetcclResult_t)s : (hetcclResult_t)atomic_load(&comm->async_error);
   return hetcclSuccess;
 }
 
-HETCCL_API hetcclResult_t hetcclCommCount(const hetcclComm_t comm, int *count) {
-  HETCCL_TRY(hetccl_check_comm("hetcclCommCount", comm));
+HETCCL_API hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t *asyncError) {
+  HETCCL_IN_COMM("hetcclCommGetAsyncError", comm, comm_async_error(comm, asyncError));
+}
+
+static hetcclResult_t comm_count(const hetcclComm_t comm, int *count) {
   if (!count) return hetccl_error(hetcclInvalidArgument, "hetcclCommCount: count is NULL");
   *count = comm->nranks;
   return hetcclSuccess;
 }
 
-HETCCL_API hetcclResult_t hetcclCommUserRank(const hetcclComm_t comm, int *rank) {
-  HETCCL_TRY(hetccl_check_comm("hetcclCommUserRank", comm));
+HETCCL_API hetcclResult_t hetcclCommCount(const hetcclComm_t comm, int *count) {
+  HETCCL_IN_COMM("hetcclCommCount", comm, comm_count(comm, count));
+}
+
+static hetcclResult_t comm_user_rank(const hetcclComm_t comm, int *rank) {
   if (!rank) return hetccl_error(hetcclInvalidArgument, "hetcclCommUserRank: rank is NULL");
   *rank = comm->rank;
   return hetcclSuccess;
 }
 
-HETCCL_API hetcclResult_t hetcclCommDevice(const hetcclComm_t comm, int *device) {
-  HETCCL_TRY(hetccl_check_comm("hetcclCommDevice", comm));
+HETCCL_API hetcclResult_t hetcclCommUserRank(const hetcclComm_t comm, int *rank) {
+  HETCCL_IN_COMM("hetcclCommUserRank", comm, comm_user_rank(comm, rank));
+}
+
+static hetcclResult_t comm_device(const hetcclComm_t comm, int *device) {
   if (!device) return hetccl_error(hetcclInvalidArgument, "hetcclCommDevice: device is NULL");
   hetcclResult_t rc = hetccl_comm_wait_init(comm);
   if (rc != hetcclSuccess) return hetccl_error(hetcclInvalidUsage, "hetcclCommDevice: communicator is not initialised");
@@ -122,10 +139,13 @@ HETCCL_API hetcclResult_t hetcclCommDevice(const hetcclComm_t comm, int *device)
   return hetcclSuccess;
 }
 
-HETCCL_API hetcclResult_t hetcclRedOpCreatePreMulSum(hetcclRedOp_t *op, void *scalar, hetcclDataType_t datatype,
-                                                     hetcclScalarResidence_t residence, hetcclComm_t comm) {
+HETCCL_API hetcclResult_t hetcclCommDevice(const hetcclComm_t comm, int *device) {
+  HETCCL_IN_COMM("hetcclCommDevice", comm, comm_device(comm, device));
+}
+
+static hetcclResult_t redop_create(hetcclRedOp_t *op, void *scalar, hetcclDataType_t datatype,
+                                   hetcclScalarResidence_t residence, hetcclComm_t comm) {
   const char *fn = "hetcclRedOpCreatePreMulSum";
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
   if (!op) return hetccl_error(hetcclInvalidArgument, "%s: op is NULL", fn);
   if (!scalar) return hetccl_error(hetcclInvalidArgument, "%s: scalar is NULL", fn);
   HETCCL_TRY(hetccl_check_type(fn, datatype));
@@ -134,9 +154,13 @@ HETCCL_API hetcclResult_t hetcclRedOpCreatePreMulSum(hetcclRedOp_t *op, void *sc
   return hetccl_redop_create_premulsum(comm, op, scalar, datatype, residence);
 }
 
+HETCCL_API hetcclResult_t hetcclRedOpCreatePreMulSum(hetcclRedOp_t *op, void *scalar, hetcclDataType_t datatype,
+                                                     hetcclScalarResidence_t residence, hetcclComm_t comm) {
+  HETCCL_IN_COMM("hetcclRedOpCreatePreMulSum", comm, redop_create(op, scalar, datatype, residence, comm));
+}
+
 HETCCL_API hetcclResult_t hetcclRedOpDestroy(hetcclRedOp_t op, hetcclComm_t comm) {
-  HETCCL_TRY(hetccl_check_comm("hetcclRedOpDestroy", comm));
-  return hetccl_redop_destroy(comm, op);
+  HETCCL_IN_COMM("hetcclRedOpDestroy", comm, hetccl_redop_destroy(comm, op));
 }
 
 HETCCL_API hetcclResult_t hetcclGroupStart(void) { return hetccl_group_start(); }

@@ -29,13 +29,12 @@ HETCCL_API hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int 
   return hetccl_comm_start(newcomm, nranks, &commIds[0], myrank, nonblocking);
 }
 
-HETCCL_API hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,
-                                           hetcclComm_t *newcomm, hetcclConfig_t *config, int shrinkFlags) {
+static hetcclResult_t comm_shrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                  hetcclComm_t *newcomm, hetcclConfig_t *config, int shrinkFlags) {
   const char *fn = "hetcclCommShrink";
   hetcclResult_t rc = hetcclSuccess;
   int nonblocking;
   unsigned char *excluded = NULL;
-  HETCCL_TRY(hetccl_check_comm(fn, comm));
   if (!newcomm) return hetccl_error(hetcclInvalidArgument, "%s: newcomm is NULL", fn);
   *newcomm = NULL;
   if (excludeRanksCount < 0)
@@ -64,6 +63,12 @@ HETCCL_API hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksL
 fail:
   free(excluded);
   return rc;
+}
+
+HETCCL_API hetcclResult_t hetcclCommShrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                           hetcclComm_t *newcomm, hetcclConfig_t *config, int shrinkFlags) {
+  HETCCL_IN_COMM("hetcclCommShrink", comm,
+                 comm_shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags));
 }
 
 HETCCL_API hetcclResult_t hetcclGroupSimulateEnd(float *estimatedTime) {

@@ -12,6 +12,13 @@ hetcclResult_t hetccl_check_comm(const char *fn, hetcclComm_t comm) {
   return hetcclSuccess;
 }
 
+hetcclResult_t hetccl_enter_comm(const char *fn, hetcclComm_t comm) {
+  if (!comm) return hetccl_error(hetcclInvalidArgument, "%s: comm is NULL", fn);
+  if (!hetccl_comm_enter(comm))
+    return hetccl_error(hetcclInvalidArgument, "%s: comm is not a live communicator (destroyed, or never created)", fn);
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt) {
   if ((int)dt < 0 || (int)dt >= (int)hetcclNumTypes)
     return hetccl_error(hetcclInvalidArgument, "%s: unknown datatype %d", fn, (int)dt);

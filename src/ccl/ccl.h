@@ -12,6 +12,7 @@
 #ifndef HETCCL_CCL_CCL_H
 #define HETCCL_CCL_CCL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,10 @@ struct hetccl_vendor_init {
   hetcclResult_t (*bcast)(void *ctx, void *buf, size_t bytes);
   void *bcast_ctx;
   const void *settings;    /* this communicator's values of the library's settings table (NULL: none) */
+  /* The communicator's asynchronous error: libraries that wait on HetCCL's
+   * links hand it to their waits (transport/link_driver.h), so an abort or a
+   * failure elsewhere ends them. NULL: none. */
+  atomic_int *comm_error;
 };
 
 struct hetccl_vendor_ops {

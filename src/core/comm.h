@@ -93,10 +93,20 @@ struct hetccl_comm {
   int nuser_ops;
   pthread_mutex_t lock;             /* guards user_ops */
 
-  atomic_int async_error;           /* first failure of an operation, else hetcclSuccess */
+  /* First failure that broke the communicator (a failed operation, a link
+   * error or timeout met by any wait on it, an abort), else hetcclSuccess.
+   * Every link wait of the communicator watches it (transport/link_driver.h):
+   * once set, they all end. */
+  atomic_int async_error;
   uint32_t call_seq;                /* collectives issued so far: the sequence number of call signatures */
   int finalized;
-  int aborting;                     /* hetcclCommAbort: stop without waiting for device work */
+  atomic_int aborting;              /* hetcclCommAbort began: stop without waiting for device work */
+  /* API calls inside the communicator now (hetccl_comm_enter): a teardown
+   * waits for them to leave before it frees anything. */
+  atomic_int calls;
+  /* A batch of operations is running (hetccl_comm_run_batch): NCCL forbids
+   * two threads driving one communicator at once; the second is refused. */
+  atomic_int busy;
 
   struct hetccl_comm_worker *worker;  /* made on first group spanning several comms */
   struct hetccl_trace *trace;         /* HETCCL_TRACE: this rank's timeline (core/trace_calls.h); NULL: off */
@@ -107,6 +117,18 @@ struct hetccl_comm {
 void hetccl_comm_register(struct hetccl_comm *c);
 void hetccl_comm_unregister(struct hetccl_comm *c);
 int hetccl_comm_is_live(const struct hetccl_comm *c);
+/* When c is live, counts the caller inside it (c->calls) and returns 1; the
+ * look-up and the count happen under the registry's lock, so once
+ * hetccl_comm_retire has removed c no call can enter it any more, and a
+ * teardown that waits for c->calls to reach 0 frees nothing under a caller.
+ * Each successful enter is paired with one leave, the caller's last touch of c. */
+int hetccl_comm_enter(struct hetccl_comm *c);
+void hetccl_comm_leave(struct hetccl_comm *c);
+/* Removes c from the live set: 1 for the one caller that removed it, 0 when
+ * it was not live (destroyed or aborted already, or never made). */
+int hetccl_comm_retire(struct hetccl_comm *c);
+/* Waits until no call is inside c (after hetccl_comm_retire). */
+void hetccl_comm_wait_calls(struct hetccl_comm *c);
 
 /* Initialisation (core/comm_init.c). `parent` is NULL except for split. */
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,

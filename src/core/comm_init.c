@@ -77,17 +77,28 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->check_calls = (int32_t)p->check_calls;
 }
 
+/* A communicator aborted while its (non-blocking) init runs: the init stops
+ * at the next step instead of going on to the end (each step is bounded by
+ * HETCCL_TIMEOUT_MS). */
+static hetcclResult_t not_aborted(struct hetccl_comm *c) {
+  if (!atomic_load(&c->aborting)) return hetcclSuccess;
+  return hetccl_error(hetcclRemoteError, "init of rank %d stopped: the communicator was aborted", c->rank);
+}
+
 hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
   struct hetccl_rank_info me;
   HETCCL_CHECK(hetccl_bootstrap_init(&c->id, c->rank, c->nranks, hetccl_params()->timeout_ms, &c->bootstrap));
+  HETCCL_CHECK(not_aborted(c));
   HETCCL_CHECK(hetccl_rank_table_alloc(c));
   fill_info(c, &me);
   HETCCL_CHECK(hetccl_links_setup(c));
   HETCCL_CHECK(hetccl_rank_table_exchange(c, &me));
+  HETCCL_CHECK(not_aborted(c));
   hetccl_links_configure(c);
   HETCCL_CHECK(hetccl_domains_build(c));
   HETCCL_CHECK(hetccl_links_connect(c));
+  HETCCL_CHECK(not_aborted(c));
   HETCCL_CHECK(hetccl_domains_init_vendor(c));
   c->topo = (struct hetccl_topology){
       .rank = c->rank,

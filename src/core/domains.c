@@ -95,6 +95,7 @@ hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
       .bcast = domain_bcast,
       .bcast_ctx = c,
       .settings = c->component_values[hetccl_component_slot_of_ccl(c->ccl_id)],
+      .comm_error = &c->async_error,
   };
   HETCCL_CHECK(c->vendor->init(&args, &c->vcomm));
 fail:

@@ -1,5 +1,6 @@
 #include "core/group.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +58,13 @@ static void sign_op(struct hetccl_comm *c, struct hetccl_op *op) {
   op->sig.op = user_op;
 }
 
-hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *ops, int n) {
+static hetcclResult_t run_batch_owned(struct hetccl_comm *c, struct hetccl_op *ops, int n) {
   hetcclResult_t rc = hetccl_comm_wait_init(c);
   if (rc != hetcclSuccess)
     return hetccl_error(hetcclInvalidUsage, "communicator failed to initialise (%s)", hetccl_result_str(rc));
   rc = atomic_load(&c->async_error);
+  if (rc != hetcclSuccess && atomic_load(&c->aborting))
+    return hetccl_error(rc, "communicator %p (rank %d) is being aborted (hetcclCommAbort)", (void *)c, c->rank);
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
@@ -70,14 +73,36 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *op
   uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
   rc = hetccl_plan_run(&c->topo, ops, n);
   if (traced) hetccl_trace_batch_end(c, ops, n, traced);
-  /* A refused operation leaves the communicator usable; a failure while
-   * moving data leaves peers out of step, so the communicator is poisoned,
-   * and so is one whose ranks disagreed about a call (as NCCL leaves it). */
   int mismatch = hetccl_callsig_take_mismatch();
+  if (rc != hetcclSuccess && atomic_load(&c->aborting)) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", hetccl_last_error()); /* the message is rewritten below */
+    return hetccl_error(rc, "communicator %p (rank %d) was aborted (hetcclCommAbort) during this call: %s", (void *)c,
+                        c->rank, why);
+  }
+  /* A refused operation leaves the communicator usable; a failure while
+   * moving data leaves peers out of step, so the communicator is poisoned
+   * (link waits record their own failures, size mismatches included:
+   * transport/link_driver.h), and so is one whose ranks disagreed about a
+   * call (as NCCL leaves it). */
   if (rc != hetcclSuccess && (mismatch || (rc != hetcclInvalidArgument && rc != hetcclInvalidUsage))) {
     int ok = hetcclSuccess;
     atomic_compare_exchange_strong(&c->async_error, &ok, (int)rc);
   }
+  return rc;
+}
+
+hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *ops, int n) {
+  /* One thread at a time drives a communicator (as NCCL requires); a second
+   * one is refused rather than left to corrupt the first one's transfers. */
+  int idle = 0;
+  if (!atomic_compare_exchange_strong_explicit(&c->busy, &idle, 1, memory_order_acquire, memory_order_relaxed))
+    return hetccl_error(hetcclInvalidUsage,
+                        "communicator %p (rank %d) is running an operation on another thread: one communicator must "
+                        "not be used by two threads at once (order the calls, or use one communicator per thread)",
+                        (void *)c, c->rank);
+  hetcclResult_t rc = run_batch_owned(c, ops, n);
+  atomic_store_explicit(&c->busy, 0, memory_order_release);
   return rc;
 }
 
@@ -148,6 +173,16 @@ static hetcclResult_t gather_batch(struct hetccl_comm *c, int from, int *count) 
   return hetcclSuccess;
 }
 
+/* A communicator recorded in the group may have been destroyed or aborted
+ * (by another thread) since: it is entered (core/registry.c) before its
+ * batch runs, and left after. */
+static hetcclResult_t enter_recorded(struct hetccl_comm *c) {
+  if (hetccl_comm_enter(c)) return hetcclSuccess;
+  return hetccl_error(hetcclInvalidArgument,
+                      "hetcclGroupEnd: communicator %p of the group was destroyed or aborted before the group ended",
+                      (void *)c);
+}
+
 static hetcclResult_t run_ops(void) {
   hetcclResult_t rc = hetcclSuccess;
   int ncomms = 0;
@@ -161,8 +196,10 @@ static hetcclResult_t run_ops(void) {
     if (g.n) {
       int n;
       struct hetccl_comm *c = g.ents[0].comm;
-      HETCCL_CHECK(gather_batch(c, 0, &n));
-      HETCCL_CHECK(hetccl_comm_run_batch(c, g.batch, n));
+      HETCCL_CHECK(enter_recorded(c));
+      rc = gather_batch(c, 0, &n);
+      if (rc == hetcclSuccess) rc = hetccl_comm_run_batch(c, g.batch, n);
+      hetccl_comm_leave(c);
     }
     goto fail; /* the common exit */
   }
@@ -183,8 +220,13 @@ static hetcclResult_t run_ops(void) {
     if (!c) continue;
     int n;
     hetcclResult_t r = gather_batch(c, i, &n);
-    if (r == hetcclSuccess) r = hetccl_worker_submit(c, g.batch, n);
+    if (r != hetcclSuccess || (r = enter_recorded(c)) != hetcclSuccess) {
+      if (rc == hetcclSuccess) rc = r;
+      continue;
+    }
+    r = hetccl_worker_submit(c, g.batch, n);
     if (r != hetcclSuccess) {
+      hetccl_comm_leave(c);
       if (rc == hetcclSuccess) rc = r;
       continue;
     }
@@ -192,6 +234,7 @@ static hetcclResult_t run_ops(void) {
   }
   for (int i = 0; i < nsub; i++) {
     hetcclResult_t r = hetccl_worker_wait(g.subs[i]);
+    hetccl_comm_leave(g.subs[i]);
     if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
   }
 fail:

@@ -138,12 +138,18 @@ hetcclResult_t hetccl_comm_finalize(struct hetccl_comm *c) {
 }
 
 hetcclResult_t hetccl_comm_abort(struct hetccl_comm *c) {
-  c->aborting = 1;
+  /* The abort flag, then the error every link wait of the communicator
+   * watches (transport/link_driver.h): a call blocked in one returns within
+   * a backoff nap, and the calls that entered before the retire fail at
+   * their next wait. Then, as destroy, nothing is freed under them. */
+  atomic_store(&c->aborting, 1);
+  int ok = hetcclSuccess;
+  atomic_compare_exchange_strong(&c->async_error, &ok, (int)hetcclRemoteError);
   return hetccl_comm_destroy(c);
 }
 
 hetcclResult_t hetccl_comm_destroy(struct hetccl_comm *c) {
-  hetccl_comm_unregister(c);
+  hetccl_comm_wait_calls(c);
   hetccl_comm_wait_init(c);
   hetccl_comm_free(c);
   return hetcclSuccess;

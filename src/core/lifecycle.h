@@ -10,9 +10,14 @@ hetcclResult_t hetccl_comm_start(hetcclComm_t *out, int nranks, const hetcclUniq
 hetcclResult_t hetccl_comm_init_all(hetcclComm_t *comms, int ndev, const int *devlist);
 hetcclResult_t hetccl_comm_split(struct hetccl_comm *c, int color, int key, hetcclComm_t *newcomm, int nonblocking);
 hetcclResult_t hetccl_comm_finalize(struct hetccl_comm *c);
-/* Local teardown; abort does not wait for anything. */
+/* Local teardown of a communicator the caller retired (hetccl_comm_retire:
+ * no call can enter it any more): waits for the calls inside it to leave
+ * (another thread's collective runs to its end, or its timeout), for a
+ * non-blocking init, then frees everything. */
 hetcclResult_t hetccl_comm_destroy(struct hetccl_comm *c);
-/* As destroy, without waiting for enqueued device work (GPU ranks). */
+/* As destroy, but first sets the communicator's error so that every wait of
+ * a call inside it ends at once (hetcclRemoteError), and without waiting for
+ * enqueued device work (GPU ranks: streams waiting on the engine are released). */
 hetcclResult_t hetccl_comm_abort(struct hetccl_comm *c);
 
 #endif

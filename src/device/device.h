@@ -58,6 +58,8 @@ struct hetccl_device_ops {
 
   /* Streams (non-blocking with respect to the legacy default stream). */
   hetcclResult_t (*stream_create)(int device, hetcclStream_t *stream);
+  /* May be called with work pending (as cuStreamDestroy/hipStreamDestroy):
+   * returns at once, the stream goes once its work is done. */
   hetcclResult_t (*stream_destroy)(hetcclStream_t stream);
   hetcclResult_t (*stream_synchronize)(hetcclStream_t stream);
   /* Work later enqueued on `stream` waits for `event`'s last record. */
@@ -68,6 +70,8 @@ struct hetccl_device_ops {
   hetcclResult_t (*event_create)(int device, void **event);
   hetcclResult_t (*event_record)(void *event, hetcclStream_t stream);
   hetcclResult_t (*event_query)(void *event);
+  /* May be called before the last record ran (as cuEventDestroy): the
+   * event goes once it has. */
   hetcclResult_t (*event_destroy)(void *event);
 
   /* Copy of `bytes` on `stream`, any direction (host<->device, device<->device;

@@ -362,40 +362,43 @@ hetcclResult_t hetccl_dexec_check_stream(struct hetccl_dexec *d, hetcclStream_t 
 
 hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d) { return hetccl_progress_drain(d->engine); }
 
+/* Whether the last phase's stream work finished (bounded by the timeout). */
+static int settle(struct hetccl_dexec *d) {
+  struct hetccl_backoff bo;
+  hetccl_backoff_reset(&bo);
+  uint64_t deadline = hetccl_deadline_ms(d->timeout_ms);
+  while (d->used && d->done_event && d->dev->event_query(d->done_event) == hetcclInProgress) {
+    if (hetccl_expired(deadline)) return 0;
+    hetccl_backoff_pause(&bo);
+  }
+  return 1;
+}
+
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (!d) return;
   hetccl_progress_destroy(d->engine, abort);
   if (abort) {
+    /* No stream of this rank stays blocked on a window counter. */
     for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_release(&d->win[r]);
-    free(d->win); /* the mappings stay: the device may still use them */
-    free(d->ret); /* the memory itself stays: the device may still use it */
-    free(d);
-    return;
   }
-  /* The last phase's stream work finishes before its memory goes. */
-  struct hetccl_backoff bo;
-  hetccl_backoff_reset(&bo);
-  uint64_t deadline = hetccl_deadline_ms(d->timeout_ms);
-  int settled = 1;
-  while (d->used && d->done_event && d->dev->event_query(d->done_event) == hetcclInProgress) {
-    if (hetccl_expired(deadline)) {
-      settled = 0;
-      break;
-    }
-    hetccl_backoff_pause(&bo);
-  }
-  if (settled) {
+  /* Memory goes only once the last phase's stream work finished; after an
+   * abort (or a timeout here) the device may still touch it, so it stays,
+   * and so do the window mappings. */
+  if (!abort && settle(d)) {
     for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) dbuf_free(d, &d->scratch[s]);
     dbuf_free(d, &d->send);
     dbuf_free(d, &d->recv);
     reap(d);
     for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
   }
+  /* Streams and events go either way: destroying one with work pending is
+   * allowed (device.h), the device releases it once that work is done. */
+  for (int i = 0; i < d->nret; i++) d->dev->event_destroy(d->ret[i].event);
   if (d->send_stream) d->dev->stream_destroy(d->send_stream);
   if (d->fork_event) d->dev->event_destroy(d->fork_event);
   if (d->join_event) d->dev->event_destroy(d->join_event);
-  free(d->win);
   if (d->done_event) d->dev->event_destroy(d->done_event);
+  free(d->win);
   free(d->ret);
   free(d);
 }

@@ -152,6 +152,7 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
   }
   struct hetccl_link_driver d;
   hetccl_link_driver_init(&d, p->timeout_ms, "a cross-domain phase (progress engine, device %d)", p->device);
+  d.comm_error = p->error_out;
   for (int i = 0; i < j->nx; i++) {
     j->x[i].state = HETCCL_XFER_WAITING;
     if (!j->x[i].send) HETCCL_TRY(hetccl_link_post(&d, &j->x[i]));

@@ -52,6 +52,7 @@ hetcclResult_t hetccl_xfer_wait(struct hetccl_xfer_batch *b, int64_t timeout_ms,
   struct batch_wait w = {.b = b, .pieces = pieces, .pieces_seen = pieces ? *pieces : 0};
   struct hetccl_link_driver d;
   hetccl_link_driver_init(&d, timeout_ms, "%s", what);
+  d.comm_error = b->comm_error;
   hetcclResult_t rc = hetccl_link_drive(&d, &ops, &w);
   b->n = 0;
   return rc;

@@ -10,6 +10,7 @@
 struct hetccl_xfer_batch {
   struct hetccl_link_xfer *x;
   int n, cap;
+  atomic_int *comm_error;   /* the communicator's: ends the waits (link_driver.h); NULL: none */
 };
 
 /* Recording grows the batch only beyond its largest size so far. */

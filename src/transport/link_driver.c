@@ -13,6 +13,7 @@ void hetccl_link_driver_init(struct hetccl_link_driver *d, int64_t timeout_ms, c
   vsnprintf(d->what, sizeof d->what, fmt, ap);
   va_end(ap);
   d->timeout_ms = timeout_ms;
+  d->comm_error = NULL;
   d->moved = d->held = 0;
   d->deadline = hetccl_deadline_ms(timeout_ms);
   hetccl_backoff_reset(&d->backoff);
@@ -85,11 +86,27 @@ static hetcclResult_t timed_out(const struct hetccl_link_driver *d, const struct
                       (unsigned long long)s.bytes_total);
 }
 
+/* A failure of this wait breaks the communicator: record it (the first one wins). */
+static hetcclResult_t broke(struct hetccl_link_driver *d, hetcclResult_t rc) {
+  int ok = hetcclSuccess;
+  if (d->comm_error) atomic_compare_exchange_strong(d->comm_error, &ok, (int)rc);
+  return rc;
+}
+
+/* The communicator failed elsewhere, or was aborted: this wait ends too. */
+static hetcclResult_t stopped(const struct hetccl_link_driver *d, hetcclResult_t rc) {
+  return hetccl_error(rc, "%s: stopped, the communicator was aborted or failed elsewhere (%s)", d->what,
+                      hetccl_result_str(rc));
+}
+
 hetcclResult_t hetccl_link_drive(struct hetccl_link_driver *d, const struct hetccl_link_wait_ops *ops, void *arg) {
   for (;;) {
-    int pending = 0;
+    int pending = 0, err;
+    if (d->comm_error && (err = atomic_load_explicit(d->comm_error, memory_order_acquire)) != hetcclSuccess)
+      return stopped(d, (hetcclResult_t)err);
     d->moved = d->held = 0;
-    HETCCL_TRY(ops->pass(arg, d, &pending));
+    hetcclResult_t rc = ops->pass(arg, d, &pending);
+    if (rc != hetcclSuccess) return broke(d, rc);
     if (!pending) return hetcclSuccess;
     if (d->moved || d->held) {
       d->deadline = hetccl_deadline_ms(d->timeout_ms);
@@ -98,9 +115,9 @@ hetcclResult_t hetccl_link_drive(struct hetccl_link_driver *d, const struct hetc
         continue;
       }
     } else if (hetccl_expired(d->deadline)) {
-      return timed_out(d, ops, arg);
+      return broke(d, timed_out(d, ops, arg));
     }
-    if (ops->idle) HETCCL_TRY(ops->idle(arg));
+    if (ops->idle) HETCCL_TRY(ops->idle(arg)); /* the caller's own stop (an abort): not a link's failure */
     hetccl_backoff_pause(&d->backoff);
   }
 }

@@ -18,6 +18,7 @@
 #ifndef HETCCL_TRANSPORT_LINK_DRIVER_H
 #define HETCCL_TRANSPORT_LINK_DRIVER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,12 @@ struct hetccl_link_stall {
 struct hetccl_link_driver {
   char what[128];          /* names the wait in messages: "builtin AllReduce at rank 0 of 4" */
   int64_t timeout_ms;
+  /* The communicator's asynchronous error (NULL: none), set by the caller
+   * after init. Once someone else sets it (hetcclCommAbort, or a failure
+   * another thread met) the wait ends at its next pass with that code; a
+   * link error or a timeout of this wait is recorded in it, since either
+   * leaves the peers out of step for good. */
+  atomic_int *comm_error;
   /* Reset before each pass; the pass sets them. */
   int moved;               /* a request was posted or completed, or data arrived */
   int held;                /* waited for something that is not a link: no stall */
@@ -80,7 +87,8 @@ hetcclResult_t hetccl_link_poll_all(struct hetccl_link_driver *d, struct hetccl_
 /* The first of x[0..n) not DONE, and the bytes of those DONE of all. */
 void hetccl_link_stall_of(const struct hetccl_link_xfer *x, int n, struct hetccl_link_stall *s);
 
-/* Runs passes until none is pending, or the first error, or a timeout. */
+/* Runs passes until none is pending, or the first error, or a timeout, or
+ * the communicator's error (d->comm_error) being set. */
 hetcclResult_t hetccl_link_drive(struct hetccl_link_driver *d, const struct hetccl_link_wait_ops *ops, void *arg);
 
 #endif

@@ -41,8 +41,10 @@ static void general_shape(hetcclDataType_t t, int *half_bits, int *shift, int64_
     *half = 2, *shift = 0;
   } else if (t == hetcclFloat8e5m2) {
     *half = 1, *shift = 0;
-  } else {
+  } else if (p >= 6) {
     *half = (int64_t)1 << (p - 4), *shift = p - 6;
+  } else { /* integers: no float shape (a shift by p - 4 < 0 would be undefined) */
+    *half = 0, *shift = 0;
   }
   *half_bits = p;
 }

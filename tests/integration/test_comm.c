@@ -7,7 +7,7 @@
  *    CommGetAsyncError, bounded); non-blocking init with the last rank
  *    arriving only after the others' init returned (must be InProgress at
  *    once and until it arrives, then Success), and a config of an older, smaller size
- *    placed against an unreadable page (reading past `size` crashes);
+ *    placed against an unreadable page (reading past its aligned end crashes);
  *  - CommSplit (colors, keys reversing the order, ties, NOCOLOR -> NULL),
  *    collectives on the split comms; CommCount/UserRank/Device;
  *  - Finalize then Destroy; Abort;
@@ -183,7 +183,9 @@ static hetcclConfig_t *old_config(int blocking, void **map, size_t *maplen) {
   hetcclConfig_t full = HETCCL_CONFIG_INITIALIZER;
   full.size = size;
   full.blocking = blocking;
-  unsigned char *at = m + page - size;
+  /* At the struct's alignment (a caller's struct always is; UBSan checks
+   * it), as close to the unreadable page as that allows. */
+  unsigned char *at = m + page - ((size + _Alignof(hetcclConfig_t) - 1) & ~(_Alignof(hetcclConfig_t) - 1));
   memcpy(at, &full, size);
   *map = m;
   return (hetcclConfig_t *)(void *)at;

@@ -295,7 +295,7 @@ static int single_process(ht_ctx *ctx, void *arg) {
 /* ---- Forked ranks. ---- */
 
 /* A config as an older NCCL lays it out, ending at `size`, placed so that
- * the next byte is on an unreadable page. */
+ * the next aligned byte is on an unreadable page. */
 static ncclConfig_t *old_config(size_t size, int blocking, void **map, size_t *maplen) {
   long page = sysconf(_SC_PAGESIZE);
   *maplen = 2 * (size_t)page;
@@ -306,9 +306,12 @@ static ncclConfig_t *old_config(size_t size, int blocking, void **map, size_t *m
   full.size = size;
   full.version = NCCL_VERSION(2, 14, 0);
   full.blocking = blocking;
-  memcpy(m + page - size, &full, size);
+  /* At the struct's alignment (a caller's struct always is; UBSan checks
+   * it), as close to the unreadable page as that allows. */
+  unsigned char *at = m + page - ((size + _Alignof(ncclConfig_t) - 1) & ~(_Alignof(ncclConfig_t) - 1));
+  memcpy(at, &full, size);
   *map = m;
-  return (ncclConfig_t *)(void *)(m + page - size);
+  return (ncclConfig_t *)(void *)at;
 }
 
 static int config_ranks(ht_ctx *ctx, void *arg) {

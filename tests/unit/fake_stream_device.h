@@ -203,6 +203,10 @@ static inline hetcclResult_t fs_alloc(int device, size_t bytes, int mem, void **
   if (!fs_dev_ok(device)) return fs_bad("allocation on device %d", device);
   void *p = NULL;
   if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) return hetcclSystemError;
+  /* A device's allocations start with whatever was there: never zero, so
+   * code that forgets to initialise a counter or flag fails here too (and
+   * alike with and without AddressSanitizer, whose malloc fills 0xbe). */
+  memset(p, 0xa5, bytes ? bytes : 1);
   hetcclResult_t rc = fs_range_add(p, bytes ? bytes : 1, mem, device);
   if (rc != hetcclSuccess) {
     free(p);

@@ -155,7 +155,7 @@ static void stand_in_streams(const struct hetccl_device_ops *ops, const char *li
   check(ops->mem_alloc(0, 1024, &dev) == hetcclSuccess, "device buffer");
   if (!s || !s2 || !ev || !flag || !dev) return;
   volatile uint32_t *f = flag_host;
-  *f = 0;
+  f[0] = f[1] = 0; /* mapped memory starts as garbage */
   check(ops->can_wait_value(0) == 1 && ops->can_wait_value(9) == 0, "can_wait_value for devices that exist");
 
   /* A wait blocks the stream until the host stores the flag. */

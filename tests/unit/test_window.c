@@ -24,8 +24,8 @@
  * reduction after an odd-sized receive; a window peer that leaves (an
  * async error and released waits when this rank still waits for it, none
  * when it had produced everything); destroy(abort) of an executor with
- * stuck transfers (last: it leaves a stream and events behind on device 0,
- * as an abort must).
+ * stuck transfers (its streams and events are destroyed, its memory and
+ * window mappings stay, as an abort must leave them).
  * Usage: test_window [seed].
  * Every wait is bounded; alarm() turns a hang into a failure.
  */
@@ -322,6 +322,8 @@ static void case_fake(void) {
   CHECK(fs_ops.host_alloc(0, 64, &h, &d) == hetcclSuccess && h == d, "host_alloc");
   if (!h) return;
   _Atomic uint32_t *w = h;
+  /* Allocations start as garbage (as a device's do): the words are zeroed here. */
+  for (int i = 0; i < 16; i++) atomic_store(&w[i], 0);
   CHECK(fs_ops.event_create(0, &ev) == hetcclSuccess, "event_create");
   /* GEQ compares with wrap: 0xfffffff0 is before 0xfffffff8, 4 is after it. */
   atomic_store(&w[0], 0xfffffff0u);
@@ -1142,6 +1144,11 @@ static void case_exec_abort(void) {
   X[0].d = NULL;
   CHECK(ms_since(t0) < 2000, "destroy(abort) took %lld ms", ms_since(t0));
   CHECK(fs_sync_within(X[0].us[0], 2000), "the user stream still blocks 2 s after destroy(abort)");
+  /* Streams and events are destroyed even so (they go once their work is
+   * done): none of the executor's or its engine's is left behind. */
+  CHECK(atomic_load(&fs_dev[0].events_live) == 0, "destroy(abort) left %d events", atomic_load(&fs_dev[0].events_live));
+  CHECK(atomic_load(&fs_dev[0].streams_live) == 2, "destroy(abort) left %d streams beside the user's 2",
+        atomic_load(&fs_dev[0].streams_live) - 2);
   /* The device may still use the window after an abort: it stays registered; the test owns it now. */
   CHECK(fs_registered(lw.base), "destroy(abort) unregistered the window");
   if (fs_registered(lw.base)) fs_ops.host_unregister(lw.base);

@@ -201,7 +201,10 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
   fflush(NULL);
   for (int r = 0; r < n; r++) {
     pid_t pid = fork();
-    if (pid == 0) exit(forked_rank_main(s, r, o, fn, saved));
+    if (pid == 0) {
+      free(pids); /* the parent's; a rank exits through exit(), where LeakSanitizer would count it */
+      exit(forked_rank_main(s, r, o, fn, saved));
+    }
     if (pid < 0) {
       fprintf(stderr, "hetccl-perf: fork failed: %s\n", strerror(errno));
       atomic_store(&s->abort, 1);

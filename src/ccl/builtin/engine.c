@@ -61,6 +61,7 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
   vc->rank = args->rank;
   vc->nranks = n;
   vc->timeout_ms = args->timeout_ms;
+  vc->comm_error = args->comm_error;
   vc->chunk_bytes = args->chunk_bytes ? args->chunk_bytes : (512u << 10);
   vc->small_bytes = args->small_bytes;
   vc->links = calloc((size_t)n, sizeof *vc->links);

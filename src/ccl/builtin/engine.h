@@ -94,6 +94,7 @@ struct hetccl_vcomm {
   int rank, nranks;
   hetccl_link **links;     /* [nranks], NULL at rank (a copy of init's array) */
   int64_t timeout_ms;
+  atomic_int *comm_error;  /* the communicator's: ends every flow's wait (link_driver.h) */
   size_t chunk_bytes;
   size_t small_bytes;
   struct hetccl_eng_chan *chans;  /* [2 * nranks] for a collective's flow, then [2 * nranks] for grouped send/recv */

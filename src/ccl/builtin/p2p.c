@@ -54,6 +54,7 @@ void hetccl_eng_chan_unbounded(struct hetccl_eng_chan *ch, struct hetccl_link_xf
 /* The driver of one of a flow's passes: its name in messages. */
 static void flow_driver(const struct hetccl_eng_flow *f, struct hetccl_link_driver *d) {
   hetccl_link_driver_init(d, f->vc->timeout_ms, "builtin %s at rank %d of %d", f->what, f->vc->rank, f->vc->nranks);
+  d->comm_error = f->vc->comm_error;
 }
 
 static hetcclResult_t chan_post(struct hetccl_link_driver *d, struct hetccl_eng_flow *f, struct hetccl_eng_chan *ch) {
