@@ -45,7 +45,7 @@
 # SKIP_STAGED (1: no cross-domain run without device windows), SKIP_HOSTPEER
 # (1: no cuda+host against host+host runs), XMIN (8) and
 # XFACTOR (4): the cross-domain sizes,
-# SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200), TWO_FACES (0: no
+# SKIP_TRACE (1: no timelines), SKIP_TORCH (1: no PyTorch runs), TORCH_STEPS (200), TWO_FACES (0: no
 # two-faces DDP run), SKIP_HIP (1: no step 7), HIP_RCCL (the NCCL library
 # standing in for RCCL; default HETCCL_NCCL_LIBRARY, else the system
 # libnccl.so.2), HIP_IMAGES (marker: HetCCL hands the stand-in a marker
@@ -404,6 +404,26 @@ if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
                t["staged", k], bw["staged", k], host["staged", k], ratio(bw["staged", k], h), t["host", k], h
       }
     }' "$hp_rows" | tee -a "$summary"
+fi
+
+# ---- 5c. Timelines (docs/TRACE.md): one 16 MiB AllReduce traced on cuda+host and on cuda:d0+cuda:d1 ----
+# The per-rank files, merged and checked by scripts/trace-merge, come back
+# as one archive ($LOGS/traces.tgz; the device tool returns few files).
+if [ "${SKIP_TRACE:-0}" != 1 ]; then
+  tdir=$BUILD/traces
+  rm -rf "$tdir" && mkdir -p "$tdir"
+  for layout in cuda,host cuda; do
+    name=${layout/,/-}
+    if HETCCL_TRACE="$tdir/$name-%r.json" timeout -k 10 120 "$BUILD/bin/hetccl-perf" allreduce -N 2 --domains 1,1 \
+        -G "$layout" -b 16M -e 16M -n 3 -w 1 >"$tdir/$name.perf.txt" 2>&1 &&
+      python3 scripts/trace-merge -o "$tdir/$name-merged.json" "$tdir/$name"-[0-9]*.json \
+        >"$tdir/$name.summary.txt" 2>&1; then
+      say "timeline $layout: $(grep -c . "$tdir/$name.summary.txt") summary lines ($(elapsed))"
+    else
+      fail "timeline $layout (see traces.tgz: $name.perf.txt, $name.summary.txt)"
+    fi
+  done
+  tar -czf "$LOGS/traces.tgz" -C "$tdir" .
 fi
 
 # ---- 6. PyTorch: DDP and FSDP through the NCCL face ----
