@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/sha256.h"
+#include "util/sock.h"
 #include "util/time.h"
 #include "util/wait.h"
 
@@ -141,6 +142,24 @@ static void free_state(struct ofi_state *st) {
   free(st);
 }
 
+/* The entry of `list` whose source address is the address this node is
+ * reached at through `ifname` (util/sock.h), else the first. */
+static struct fi_info *pick_domain(struct fi_info *list, const char *ifname) {
+  union hetccl_sockaddr want;
+  if (hetccl_sock_local_addr(ifname ? ifname : "", &want) != hetcclSuccess) return list;
+  for (struct fi_info *i = list; i; i = i->next) {
+    const struct sockaddr *sa = i->src_addr;
+    if (!sa || sa->sa_family != want.sa.sa_family) continue;
+    if (sa->sa_family == AF_INET && i->src_addrlen >= sizeof(struct sockaddr_in) &&
+        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == want.sin.sin_addr.s_addr)
+      return i;
+    if (sa->sa_family == AF_INET6 && i->src_addrlen >= sizeof(struct sockaddr_in6) &&
+        !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &want.sin6.sin6_addr, sizeof want.sin6.sin6_addr))
+      return i;
+  }
+  return list;
+}
+
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
   _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
   if (ctx->state[HETCCL_TRANSPORT_OFI])
@@ -198,7 +217,19 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     st->info = NULL;
     goto fail;
   }
-  if (st->info->next) { /* keep the first domain only */
+  /* Socket-based providers (tcp) offer one domain per interface: take the
+   * one on the interface the bootstrap and the socket transport use
+   * (HETCCL_SOCKET_IFNAME, else the default route's), so that ranks on
+   * other hosts can reach it; else (hardware providers) the first. */
+  struct fi_info *pick = pick_domain(st->info, ctx->socket_ifname);
+  if (pick != st->info) {
+    struct fi_info *prev = st->info;
+    while (prev->next != pick) prev = prev->next;
+    prev->next = pick->next; /* the list without pick, freed below */
+    pick->next = st->info;
+    st->info = pick;
+  }
+  if (st->info->next) { /* keep the chosen domain only */
     struct fi_info *rest = st->info->next;
     st->info->next = NULL;
     api->freeinfo(rest);

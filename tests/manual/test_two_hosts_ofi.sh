@@ -16,4 +16,4 @@ if ! echo "$lib" | grep -q 'libfabric 1\.'; then
   exit 1
 fi
 export HETCCL_TEST_TRANSPORT=ofi HETCCL_OFI_PROVIDER=tcp TWO_HOSTS_QUICK=1
-exec bash "$(dirname "$0")/test_two_hosts.sh" "$BUILD"
+exec bash "$(dirname "$0")/../scripts/test_two_hosts.sh" "$BUILD"
