@@ -32,20 +32,8 @@ static unsigned long long g_tid, g_nthreads;
 #define HK_NTHREADS() g_nthreads
 #include "device/kernels/reduce.cu"
 
-static long g_pass, g_fail;
-#define CHECK(cond, ...)                            \
-  do {                                              \
-    if (cond) {                                     \
-      g_pass++;                                     \
-    } else {                                        \
-      g_fail++;                                     \
-      if (g_fail <= 30) {                           \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-        printf(__VA_ARGS__);                        \
-        printf("\n");                               \
-      }                                             \
-    }                                               \
-  } while (0)
+#define UNIT_COUNT_SHOW 30
+#include "unit_count.h"
 
 typedef void (*reduce_fn)(void *, const void *, const void *, hk_u64, hk_u64, int, int);
 typedef void (*finish_fn)(void *, const void *, hk_u64, int);

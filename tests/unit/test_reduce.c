@@ -23,20 +23,7 @@
 #include "device/host/reduce_isa.h"
 #include "device/reduce.h"
 
-static long g_pass, g_fail;
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (cond) {                                          \
-      g_pass++;                                          \
-    } else {                                             \
-      g_fail++;                                          \
-      if (g_fail <= 40) {                                \
-        printf("FAIL %s:%d: ", __FILE__, __LINE__);      \
-        printf(__VA_ARGS__);                             \
-        printf("\n");                                    \
-      }                                                  \
-    }                                                    \
-  } while (0)
+#include "unit_count.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) { /* splitmix64 */
