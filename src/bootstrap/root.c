@@ -135,8 +135,12 @@ static void send_result(struct root *r, int fd, const uint8_t nonce[HCB_NONCE_BY
 static void reject(struct root *r, int i, const uint8_t *nonce, uint32_t reason, const char *why, uint32_t rank,
                    uint32_t nranks) {
   HETCCL_WARN("bootstrap root %s: rejected rank %u of %u: %s", r->where, rank, nranks, why);
+  /* The nonce points into connection i's buffer, which taking the
+   * connection hands to another connection: copy it first. */
+  uint8_t kept[HCB_NONCE_BYTES];
+  memcpy(kept, nonce, sizeof kept);
   int fd = hetccl_acceptor_take(&r->joins, i);
-  send_result(r, fd, nonce, HCB_RESULT_REJECTED, reason, NULL, 0);
+  send_result(r, fd, kept, HCB_RESULT_REJECTED, reason, NULL, 0);
   close(fd);
 }
 

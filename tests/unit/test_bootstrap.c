@@ -369,11 +369,46 @@ static void threads_proc(int rank, int n, void *arg) {
 
 /* ---------------- intruders at the root ---------------- */
 
+/* Process 6 keeps stalled connections open at the root while the intruders
+ * come, a fresh one every millisecond, so a rejected join is seldom the newest
+ * connection the root holds: taking it from the acceptor then moves another
+ * connection into its slot, which once made the root sign its refusal with
+ * that connection's bytes instead of the intruder's nonce. */
+static int raw_connect(const union hetccl_sockaddr *a);
+
+static void stall_holder(void) {
+  if (!wait_flag(&g_sh->id_ready, 10000)) return;
+  struct hetccl_hcb_id in;
+  CHECK(hetccl_hcb_id_decode(&g_sh->id, &in) == hetcclSuccess, "decode id");
+  enum { HELD = 40 };
+  int fds[HELD];
+  for (int k = 0; k < HELD; k++) fds[k] = -1;
+  uint8_t part[20];
+  fill(part, sizeof part, 7100, 0);
+  hetccl_hcb_put_preamble(part, HCB_MSG_JOIN, in.tag);
+  sleep_ms(400);
+  uint64_t until = hetccl_now_ns() + 8000000000ull;
+  for (int k = 0; hetccl_now_ns() < until; k = (k + 1) % HELD) {
+    if (g_sh->flags[3] && g_sh->flags[4] && g_sh->flags[5]) break;
+    if (fds[k] >= 0) close(fds[k]);
+    fds[k] = raw_connect(&in.root);
+    if (fds[k] >= 0) (void)send(fds[k], part, sizeof part, MSG_NOSIGNAL); /* then nothing */
+    sleep_ms(1);
+  }
+  for (int k = 0; k < HELD; k++)
+    if (fds[k] >= 0) close(fds[k]);
+}
+
 /* Processes 0-2 are the real ranks; 3 holds a wrong secret, 4 claims rank 2
- * again, 5 claims a different size. Rank 1 joins only once all three were
- * turned away, so they meet a root still waiting. */
+ * again, 5 claims a different size, 6 holds stalled connections (above).
+ * Rank 1 joins only once all three were turned away, so they meet a root
+ * still waiting. */
 static void intruders_proc(int p, int n, void *arg) {
   (void)n, (void)arg;
+  if (p == 6) {
+    stall_holder();
+    return;
+  }
   if (p <= 2) {
     if (p == 1 && !wait_flag(&g_sh->flags[3], 15000)) CHECK(0, "intruders did not finish");
     if (p == 1) wait_flag(&g_sh->flags[4], 15000), wait_flag(&g_sh->flags[5], 15000);
@@ -403,18 +438,22 @@ static void intruders_proc(int p, int n, void *arg) {
   } else {
     nranks = 5;
   }
-  hetccl_bootstrap *b = NULL;
-  uint64_t t0 = hetccl_now_ns();
-  hetcclResult_t rc = hetccl_bootstrap_init(&id, rank, nranks, 5000, &b);
-  double took = ms_since(t0);
-  CHECK(rc != hetcclSuccess && b == NULL, "intruder %d was admitted", p);
-  CHECK(took < 3000, "intruder %d was turned away only after %.0f ms", p, took);
-  if (p == 3) CHECK(rc == hetcclRemoteError, "wrong secret: got %d, want RemoteError", rc);
-  if (p == 4)
-    CHECK(rc == hetcclInvalidUsage && strstr(hetccl_last_error(), "already joined"), "duplicate rank: got %d", rc);
-  if (p == 5)
-    CHECK(rc == hetcclInvalidUsage && strstr(hetccl_last_error(), "different communicator size"),
-          "wrong size: got %d", rc);
+  /* Several tries each, so that some meet the stalled connections of process 6. */
+  for (int attempt = 0; attempt < 5; attempt++) {
+    hetccl_bootstrap *b = NULL;
+    uint64_t t0 = hetccl_now_ns();
+    hetcclResult_t rc = hetccl_bootstrap_init(&id, rank, nranks, 5000, &b);
+    double took = ms_since(t0);
+    CHECK(rc != hetcclSuccess && b == NULL, "intruder %d was admitted", p);
+    CHECK(took < 3000, "intruder %d was turned away only after %.0f ms", p, took);
+    if (p == 3) CHECK(rc == hetcclRemoteError, "wrong secret: got %d, want RemoteError", rc);
+    if (p == 4)
+      CHECK(rc == hetcclInvalidUsage && strstr(hetccl_last_error(), "already joined"), "duplicate rank: got %d", rc);
+    if (p == 5)
+      CHECK(rc == hetcclInvalidUsage && strstr(hetccl_last_error(), "different communicator size"),
+            "wrong size: got %d", rc);
+    if (b) hetccl_bootstrap_destroy(b);
+  }
   set_flag(&g_sh->flags[p]);
 }
 
@@ -834,7 +873,7 @@ int main(void) {
   run_procs("barrier n=5", 5, barrier_rank, NULL, 60);
   run_procs("barrier n=8", 8, barrier_rank, NULL, 60);
   run_procs("threads", 1, threads_proc, NULL, 60);
-  run_procs("intruders", 6, intruders_proc, NULL, 60);
+  run_procs("intruders", 7, intruders_proc, NULL, 60);
   run_procs("impostor root", 2, impostor_root_proc, NULL, 30);
   run_procs("garbage", 5, garbage_proc, NULL, 60);
   run_procs("missing rank", 3, missing_rank_proc, NULL, 30);
