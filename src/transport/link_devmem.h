@@ -11,8 +11,11 @@
  * HetCCL does not see): after `add`, isend and irecv of that link take
  * pointers inside the range and must move the bytes without a CPU access
  * (no eager copy, no bounce buffer, no consume callback: the executor never
- * passes one with device memory). `remove` comes before the memory is freed
- * and before the link closes.
+ * passes one with device memory). A receive completes only once its bytes
+ * are visible to the device's streams: the executor then lets a stream read
+ * them on the engine's word alone (a NIC whose writes to GPU memory can
+ * trail its completion must flush first, as with a read of the last bytes).
+ * `remove` comes before the memory is freed and before the link closes.
  */
 #ifndef HETCCL_TRANSPORT_LINK_DEVMEM_H
 #define HETCCL_TRANSPORT_LINK_DEVMEM_H
