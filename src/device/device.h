@@ -112,7 +112,9 @@ struct hetccl_device_ops {
   /*
    * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of
    * hetccl_host_reduce: A scales by op->scalar when HETCCL_REDUCE_SCALE_A is
-   * given and op->premul is set; HETCCL_REDUCE_FINISH then applies op->postdiv.
+   * given and op->premul is set (by the scalar at op->scalar_at, device
+   * memory, read when the reduction runs, when that is set: a PreMulSum of
+   * device residence); HETCCL_REDUCE_FINISH then applies op->postdiv.
    * b == NULL: no combine, dst[i] = A(a[i]) (finished), so the host's
    * prepare and finish are reduce(d, a, NULL, .., SCALE_A) and
    * reduce(buf, buf, NULL, .., FINISH). b may be the device address of
