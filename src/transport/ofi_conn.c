@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "transport/ofi_internal.h"
 #include "util/error.h"
@@ -20,6 +21,10 @@
 #include "util/sock.h"
 #include "util/time.h"
 #include "util/wait.h"
+
+/* How long setup waits for the bootstrap's interface to be listed by a
+ * socket-based provider (pick_domain). */
+#define OFI_DOMAIN_WAIT_MS 10000
 
 const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc) {
   return st->api->strerror((int)(rc < 0 ? -rc : rc));
@@ -142,22 +147,111 @@ static void free_state(struct ofi_state *st) {
   free(st);
 }
 
-/* The entry of `list` whose source address is the address this node is
- * reached at through `ifname` (util/sock.h), else the first. */
-static struct fi_info *pick_domain(struct fi_info *list, const char *ifname) {
-  union hetccl_sockaddr want;
-  if (hetccl_sock_local_addr(ifname ? ifname : "", &want) != hetcclSuccess) return list;
+/* Whether `prov` (a provider name such as "tcp;ofi_rxm") runs over the
+ * kernel's sockets: its domains are network interfaces, and an endpoint
+ * takes the address of the domain it was opened on. */
+static int socket_based(const char *prov) {
+  static const char *const cores[] = {"tcp", "sockets", "udp"};
+  for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
+    size_t n = strlen(cores[i]);
+    if (!strncmp(prov, cores[i], n) && (prov[n] == 0 || prov[n] == ';')) return 1;
+  }
+  return 0;
+}
+
+/* The entry of `list` whose source address is `want`, or NULL. */
+static struct fi_info *entry_at(struct fi_info *list, const union hetccl_sockaddr *want) {
   for (struct fi_info *i = list; i; i = i->next) {
     const struct sockaddr *sa = i->src_addr;
-    if (!sa || sa->sa_family != want.sa.sa_family) continue;
+    if (!sa || sa->sa_family != want->sa.sa_family) continue;
     if (sa->sa_family == AF_INET && i->src_addrlen >= sizeof(struct sockaddr_in) &&
-        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == want.sin.sin_addr.s_addr)
+        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == want->sin.sin_addr.s_addr)
       return i;
     if (sa->sa_family == AF_INET6 && i->src_addrlen >= sizeof(struct sockaddr_in6) &&
-        !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &want.sin6.sin6_addr, sizeof want.sin6.sin6_addr))
+        !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &want->sin6.sin6_addr, sizeof want->sin6.sin6_addr))
       return i;
   }
-  return list;
+  return NULL;
+}
+
+/* fi_getinfo for `hints` into st->info: with FI_HMEM first where this
+ * build and library have dma-buf registration, else without. */
+static int get_info(struct ofi_state *st, struct fi_info *hints) {
+  const struct ofi_api *api = st->api;
+  int frc = -FI_ENODATA;
+  st->info = NULL;
+#ifdef FI_MR_DMABUF
+  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
+   * take the domain without it when the provider has none. */
+  if (api->version() >= FI_VERSION(1, 20)) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
+    hints->caps &= ~(uint64_t)FI_HMEM;
+    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    if (frc) st->info = NULL;
+  }
+#endif
+  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  if (frc) st->info = NULL;
+  return frc ? frc : st->info ? 0 : -FI_ENODATA;
+}
+
+/* Leaves st->info holding the one domain to open. Socket-based providers
+ * (tcp) offer one domain per interface, and a peer on another host reaches
+ * only the one on the interface the bootstrap and the socket transport use
+ * (HETCCL_SOCKET_IFNAME, else the default route's): that one is taken, or
+ * setup fails. libfabric lists only interfaces the kernel reports running,
+ * and an interface just brought up (a veth, a NIC after link up) is up,
+ * with its address, but not yet running for up to about a second: the
+ * list is asked again until the interface appears (bounded by `wait_ms`)
+ * instead of taking another interface's domain, whose address (loopback)
+ * no peer on another host can reach. Hardware providers: the first. */
+static hetcclResult_t pick_domain(struct ofi_state *st, struct fi_info *hints, const char *prov, const char *ifname,
+                                  int64_t wait_ms) {
+  union hetccl_sockaddr want;
+  int frc = get_info(st, hints);
+  if (frc) return hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, st->api->strerror(-frc));
+  struct fi_info *pick = st->info;
+  if (socket_based(st->info->fabric_attr->prov_name) &&
+      hetccl_sock_local_addr(ifname ? ifname : "", &want) == hetcclSuccess) {
+    uint64_t deadline = hetccl_deadline_ms(wait_ms);
+    int asked = 1;
+    while (!(pick = entry_at(st->info, &want))) {
+      if (hetccl_expired(deadline)) {
+        char a[64];
+        hetccl_sock_str(&want, a, sizeof a);
+        return hetccl_error(hetcclSystemError,
+                            "ofi: provider %s offers no domain on the interface of %s (%s%s) after %d tries in %lld "
+                            "ms: libfabric lists only running interfaces; check that it is running, or set "
+                            "HETCCL_SOCKET_IFNAME to one that is",
+                            st->info->fabric_attr->prov_name, a,
+                            ifname && ifname[0] ? "HETCCL_SOCKET_IFNAME=" : "the default route's",
+                            ifname && ifname[0] ? ifname : "", asked, (long long)wait_ms);
+      }
+      st->api->freeinfo(st->info);
+      struct timespec nap = {0, 20 * 1000 * 1000};
+      nanosleep(&nap, NULL);
+      asked++;
+      frc = get_info(st, hints);
+      if (frc) return hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, st->api->strerror(-frc));
+    }
+    if (asked > 1)
+      HETCCL_INFO("ofi: the interface of this rank's address appeared in libfabric's list after %d tries", asked);
+  }
+  if (pick != st->info) { /* to the front */
+    struct fi_info *prev = st->info;
+    while (prev->next != pick) prev = prev->next;
+    prev->next = pick->next;
+    pick->next = st->info;
+    st->info = pick;
+  }
+  if (st->info->next) { /* keep the chosen domain only */
+    struct fi_info *rest = st->info->next;
+    st->info->next = NULL;
+    st->api->freeinfo(rest);
+  }
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
@@ -197,43 +291,10 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
     goto fail;
   }
-  int frc = -FI_ENODATA;
-#ifdef FI_MR_DMABUF
-  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
-   * take the domain without it when the provider has none. */
-  if (api->version() >= FI_VERSION(1, 20)) {
-    hints->caps |= FI_HMEM;
-    hints->domain_attr->mr_mode |= FI_MR_HMEM;
-    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
-    hints->caps &= ~(uint64_t)FI_HMEM;
-    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
-    if (frc) st->info = NULL;
-  }
-#endif
-  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  int64_t wait_ms = ctx->timeout_ms > 0 && ctx->timeout_ms < OFI_DOMAIN_WAIT_MS ? ctx->timeout_ms : OFI_DOMAIN_WAIT_MS;
+  rc = pick_domain(st, hints, prov, ctx->socket_ifname, wait_ms);
   api->freeinfo(hints);
-  if (frc || !st->info) {
-    rc = hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, api->strerror(-frc));
-    st->info = NULL;
-    goto fail;
-  }
-  /* Socket-based providers (tcp) offer one domain per interface: take the
-   * one on the interface the bootstrap and the socket transport use
-   * (HETCCL_SOCKET_IFNAME, else the default route's), so that ranks on
-   * other hosts can reach it; else (hardware providers) the first. */
-  struct fi_info *pick = pick_domain(st->info, ctx->socket_ifname);
-  if (pick != st->info) {
-    struct fi_info *prev = st->info;
-    while (prev->next != pick) prev = prev->next;
-    prev->next = pick->next; /* the list without pick, freed below */
-    pick->next = st->info;
-    st->info = pick;
-  }
-  if (st->info->next) { /* keep the chosen domain only */
-    struct fi_info *rest = st->info->next;
-    st->info->next = NULL;
-    api->freeinfo(rest);
-  }
+  if (rc != hetcclSuccess) goto fail;
   snprintf(st->prov, sizeof st->prov, "%s", st->info->fabric_attr->prov_name);
   st->prov_hash = fnv1a(st->prov);
   st->key_size = st->info->domain_attr->mr_key_size;
