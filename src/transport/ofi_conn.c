@@ -8,7 +8,6 @@
  * for the lower rank's HELLO, as the socket transport waits for streams;
  * the lower rank returns at once.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #include "transport/ofi_internal.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "util/sha256.h"
 #include "util/sock.h"
 #include "util/time.h"
 #include "util/wait.h"
@@ -30,32 +28,33 @@ const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc) {
   return st->api->strerror((int)(rc < 0 ? -rc : rc));
 }
 
-hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char *fmt, ...) {
-  char msg[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (!l->error) {
-    l->error = rc;
-    snprintf(l->error_text, sizeof l->error_text, "ofi link to rank %d: %s", l->base.peer, msg);
-  }
-  return hetccl_error(l->error, "%s", l->error_text);
-}
-
-void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]) {
-  uint8_t text[16];
-  uint32_t f = (uint32_t)from, t = (uint32_t)to;
-  memcpy(text, &st->comm_tag, 8);
-  memcpy(text + 8, &f, 4);
-  memcpy(text + 12, &t, 4);
-  hetccl_hmac_sha256(st->secret, HETCCL_SECRET_BYTES, text, sizeof text, mac);
-}
-
 static uint32_t fnv1a(const char *s) {
   uint32_t h = 2166136261u;
   for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
   return h;
+}
+
+/* What peers need of a registration: its key, or (FI_MR_RAW) its raw key
+ * and base address, which must fit an advertisement. */
+static hetcclResult_t read_keys(struct ofi_state *st, struct fid_mr *mr, struct ofi_mr_keys *k) {
+  memset(k, 0, sizeof *k);
+  if (!st->rules.raw_key) {
+    k->key = fi_mr_key(mr);
+    return hetcclSuccess;
+  }
+  size_t n = sizeof k->raw;
+  uint64_t base = 0;
+  int rc = fi_mr_raw_attr(mr, &base, k->raw, &n, 0);
+  if (rc == -FI_ETOOSMALL)
+    return hetccl_error(hetcclSystemError,
+                        "ofi: provider %s's raw key (FI_MR_RAW) has %zu bytes; an advertisement carries at most %d",
+                        st->prov, n, OFI_MR_RAW_KEY_MAX);
+  if (rc || n == 0 || n > st->rules.raw_key_bytes)
+    return hetccl_error(hetcclSystemError, "ofi: provider %s gave no usable raw key (FI_MR_RAW, %zu bytes, %zu at most): %s",
+                        st->prov, n, st->rules.raw_key_bytes, rc ? hetccl_ofi_strerror(st, rc) : "bad size");
+  k->raw_base = base;
+  k->raw_len = (uint32_t)n;
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r) {
@@ -75,9 +74,13 @@ hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_
                           hetccl_ofi_strerror(st, rc));
     }
   }
+  hetcclResult_t krc = read_keys(st, mr, &r->keys);
+  if (krc != hetcclSuccess) {
+    fi_close(&mr->fid);
+    return krc;
+  }
   r->mr = mr;
   r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  r->key = fi_mr_key(mr);
   return hetcclSuccess;
 }
 
@@ -116,6 +119,8 @@ static void free_state(struct ofi_state *st) {
   ofi_regcache_fini(&st->cache); /* registrations before the endpoint they may be bound to */
   for (struct ofi_link *l = st->dead; l;) {
     struct ofi_link *next = l->next_dead;
+    for (uint64_t q = l->sendq.head; q < l->sendq.tail; q++) /* raw keys mapped for sends left unfinished */
+      hetccl_ofi_unmap_send_key(st, hetccl_opq_at(&l->sendq, q));
     if (l->ctrl_mr) fi_close(&l->ctrl_mr->fid);
     l->ctrl_mr = NULL;
     l = next;
@@ -305,9 +310,11 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     rc = hetccl_error(hetcclSystemError, "ofi: provider %s: %s", st->prov, st->rules.why);
     goto fail;
   }
-  if (st->inject_size < sizeof(struct ofi_ctrl)) {
-    rc = hetccl_error(hetcclSystemError, "ofi: provider %s injects %zu bytes; control messages need %zu", st->prov,
-                      st->inject_size, sizeof(struct ofi_ctrl));
+  /* Control messages go inline: 64 bytes, an RTR's raw key after them. */
+  size_t ctrl_max = sizeof(struct ofi_ctrl) + (st->rules.raw_key ? st->rules.raw_key_bytes : 0);
+  if (st->inject_size < ctrl_max) {
+    rc = hetccl_error(hetcclSystemError, "ofi: provider %s injects %zu bytes; control messages need %zu%s", st->prov,
+                      st->inject_size, ctrl_max, st->rules.raw_key ? " (64 and a raw key, FI_MR_RAW)" : "");
     goto fail;
   }
   if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
@@ -444,8 +451,9 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
    * connects (software providers move data only while polled). */
   struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
-  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
-  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.mac);
+  memset(&hello->msg, 0, sizeof hello->msg);
+  hello->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.c.mac);
   st->links[peer] = l;
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
   struct hetccl_backoff bo;
@@ -454,7 +462,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   /* Ours sent; the lower rank's received (the higher rank waits, as socket streams). */
   while (rc == hetcclSuccess && (!l->hello_sent || (ctx->rank > peer && !l->hello_ok))) {
     if (!posted) {
-      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
+      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg.c, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
                              fa, OFI_CTRL_TAG | (uint64_t)st->rank, &hello->ctx);
       if (src == 0)
         posted = 1;
@@ -532,9 +540,13 @@ static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle 
     return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", h->dmabuf_fd,
                         h->bytes, st->prov, hetccl_ofi_strerror(st, rc));
   }
+  hetcclResult_t krc = read_keys(st, mr, &r->keys);
+  if (krc != hetcclSuccess) {
+    fi_close(&mr->fid);
+    return krc;
+  }
   r->mr = mr;
   r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  r->key = fi_mr_key(mr);
   HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", h->bytes, st->prov);
   return hetcclSuccess;
 #else
@@ -563,7 +575,7 @@ hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_ha
     free(r);
     return rc;
   }
-  h->key = r->key;
+  h->key = r->keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
   h->priv = r;
   return hetcclSuccess;
 }
