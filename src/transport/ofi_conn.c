@@ -156,7 +156,7 @@ static void free_state(struct ofi_state *st) {
  * kernel's sockets: its domains are network interfaces, and an endpoint
  * takes the address of the domain it was opened on. */
 static int socket_based(const char *prov) {
-  static const char *const cores[] = {"tcp", "sockets", "udp"};
+  static const char *const cores[] = {"tcp", "sockets", "udp", "net"};
   for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
     size_t n = strlen(cores[i]);
     if (!strncmp(prov, cores[i], n) && (prov[n] == 0 || prov[n] == ';')) return 1;
@@ -344,6 +344,16 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
 fail:
   free_state(st);
   return rc;
+}
+
+int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  *out = (struct ofi_cache_counts){.hits = st->cache.hits, .misses = st->cache.misses,
+                                   .released = st->cache.released, .live = st->cache.n};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
 }
 
 void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
