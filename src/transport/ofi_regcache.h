@@ -26,13 +26,14 @@
 #include <stdint.h>
 
 #include "hetccl.h"
+#include "transport/ofi_mr.h"
 #include "transport/transport.h" /* hetccl_transport_forget_range */
 
 struct ofi_reg {
   uintptr_t lo, hi;    /* the registered range, whole pages */
   void *mr;            /* the owner's (struct fid_mr *) */
   void *desc;          /* local descriptor */
-  uint64_t key;        /* for peers */
+  struct ofi_mr_keys keys; /* for peers: the key, or the raw key (FI_MR_RAW) */
   int refs;            /* transfers using it */
   int stale;           /* invalidated while in use: released at the last put */
 };
