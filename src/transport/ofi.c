@@ -244,8 +244,18 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
       unsigned slot = (unsigned)(l->rtr_next % OFI_RTR_WINDOW);
       rx->eager = 1;
       rx->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_EAGER_RECV, .link = l};
-      ssize_t prc = fi_trecv(st->ep, l->eager_land + (size_t)slot * OFI_EAGER_BYTES, OFI_EAGER_BYTES,
-                             l->eager_reg->desc, l->peer_addr, ofi_eager_tag(l->rtr_next, l->base.peer), 0, &rx->ctx);
+      /* Into device staging (link_devmem.h) the message lands directly: the
+       * CPU cannot copy it out of a landing slot. Posted for its own size,
+       * so a longer message fails the receive instead of writing past it;
+       * another call's message of no more bytes lands in HetCCL's staging
+       * (never user memory) before the signature check fails the link. */
+      struct ofi_reg *dreg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
+      rx->eager_direct = dreg != NULL;
+      ssize_t prc = dreg ? fi_trecv(st->ep, op->buf, op->bytes, dreg->desc, l->peer_addr,
+                                    ofi_eager_tag(l->rtr_next, l->base.peer), 0, &rx->ctx)
+                         : fi_trecv(st->ep, l->eager_land + (size_t)slot * OFI_EAGER_BYTES, OFI_EAGER_BYTES,
+                                    l->eager_reg->desc, l->peer_addr, ofi_eager_tag(l->rtr_next, l->base.peer), 0,
+                                    &rx->ctx);
       if (prc == -FI_EAGAIN) {
         rx->busy = 0; /* posted at the next poll */
         break;
@@ -304,7 +314,9 @@ static void deliver(struct ofi_link *l, int *moved) {
         return;
       }
       const uint8_t *land = l->eager_land + (size_t)(rx->msg % OFI_RTR_WINDOW) * OFI_EAGER_BYTES;
-      if (op->fn)
+      if (rx->eager_direct)
+        ; /* landed in the buffer itself (device staging) */
+      else if (op->fn)
         op->fn(op->arg, 0, land, op->bytes);
       else
         memcpy(op->buf, land, op->bytes); /* small: one copy out of the landing slot */
@@ -356,6 +368,7 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
        * sizes recorded for the comparison are never overwritten. */
       if (l->send_cut >= l->rtr_seen + OFI_RTR_WINDOW || !l->free_writes) return hetcclSuccess;
       struct ofi_reg *reg = op->arg;
+      if (!reg) reg = op->arg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
       if (st->rules.register_sends && !reg) {
         if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &reg) != hetcclSuccess)
           return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a send buffer: %s", hetccl_last_error());
@@ -405,6 +418,8 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       continue;
     }
     struct ofi_reg *reg = op->arg;
+    /* Device staging (link_devmem.h) always goes with its descriptor. */
+    if (!reg) reg = op->arg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
     if (st->rules.register_sends && !reg) {
       if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &reg) != hetcclSuccess)
         return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a send buffer: %s", hetccl_last_error());
@@ -557,4 +572,5 @@ const struct hetccl_transport_ops hetccl_transport_ofi = {
     .teardown = hetccl_ofi_teardown,
     .mem_register = hetccl_ofi_mem_register,
     .mem_deregister = hetccl_ofi_mem_deregister,
+    .extension = hetccl_ofi_extension,
 };

@@ -529,9 +529,10 @@ void hetccl_ofi_close(hetccl_link *link) {
  * NIC reads and writes it directly. Only with libfabric 1.20's headers;
  * compiled against 2.x's, never run (no RDMA NIC where it was written). The
  * contract carries no device kind yet, so the interface is CUDA's. */
-static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle *h, struct ofi_reg *r) {
+hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
+                                     struct ofi_reg *r) {
 #ifdef FI_MR_DMABUF
-  struct fi_mr_dmabuf buf = {.fd = h->dmabuf_fd, .offset = 0, .len = h->bytes, .base_addr = h->base};
+  struct fi_mr_dmabuf buf = {.fd = fd, .offset = offset, .len = bytes, .base_addr = base};
   struct fi_mr_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.dmabuf = &buf;
@@ -547,8 +548,8 @@ static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle 
   }
   if (rc) {
     if (mr) fi_close(&mr->fid);
-    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", h->dmabuf_fd,
-                        h->bytes, st->prov, hetccl_ofi_strerror(st, rc));
+    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", fd, bytes,
+                        st->prov, hetccl_ofi_strerror(st, rc));
   }
   hetcclResult_t krc = read_keys(st, mr, &r->keys);
   if (krc != hetcclSuccess) {
@@ -556,13 +557,16 @@ static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle 
     return krc;
   }
   r->mr = mr;
-  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", h->bytes, st->prov);
+  /* Device memory always goes with its descriptor (FI_MR_HMEM asks for it). */
+  r->desc = fi_mr_desc(mr);
+  r->lo = (uintptr_t)base;
+  r->hi = (uintptr_t)base + bytes;
+  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", bytes, st->prov);
   return hetcclSuccess;
 #else
-  (void)r;
+  (void)base, (void)bytes, (void)offset, (void)r;
   return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
-                      "FI_MR_DMABUF (provider %s)", h->dmabuf_fd, st->prov);
+                      "FI_MR_DMABUF (provider %s)", fd, st->prov);
 #endif
 }
 
@@ -579,7 +583,8 @@ hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_ha
   struct ofi_reg *r = calloc(1, sizeof *r);
   if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
   pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = h->dmabuf_fd >= 0 ? reg_dmabuf(st, h, r) : hetccl_ofi_reg(st, h->base, h->bytes, r);
+  hetcclResult_t rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(st, h->base, h->bytes, h->dmabuf_fd, 0, r)
+                                        : hetccl_ofi_reg(st, h->base, h->bytes, r);
   pthread_mutex_unlock(&st->lock);
   if (rc != hetcclSuccess) {
     free(r);

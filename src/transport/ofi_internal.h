@@ -174,6 +174,7 @@ struct ofi_rx_slot {
   struct ofi_op_ctx ctx;   /* eager: its tagged receive's context */
   int busy;
   int eager;               /* lands in the link's eager slot, as a tagged message */
+  int eager_direct;        /* ... in the buffer itself instead (device staging, link_devmem.h) */
   size_t eager_len;        /* what arrived (the sender's size) */
   uint32_t eager_key;      /* its immediate data: the sender's ofi_sig_key32 (0: none) */
   uint64_t msg;
@@ -305,6 +306,12 @@ void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h)
 /* A registration of [base, base + bytes) (the cache's callback). */
 hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r);
 void hetccl_ofi_dereg(void *state, struct ofi_reg *r);
+/* Registers device memory given as the dma-buf `fd` from `offset` (libfabric
+ * 1.20+ headers; else refused with the reason); lock held. */
+hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
+                                     struct ofi_reg *r);
+/* The "link.device_memory" extension (ofi_devmem.c, transport/link_devmem.h). */
+const void *hetccl_ofi_extension(hetccl_link *link, const char *name);
 /* Posts control receive i of a link again. */
 hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i);
 /* The libfabric error text of rc (negative). */

@@ -278,12 +278,52 @@ static void test_cache_disabled(void) {
   report("registration cache off: register and release per use");
 }
 
+/* Fixed entries (device staging registered by its owner, link_devmem.h):
+ * found first, also with the cache off, never invalidated or released by a
+ * put, released at fini only when their owner never removed them. */
+static void test_cache_fixed(void) {
+  static char buf[1 << 20] __attribute__((aligned(4096)));
+  for (int enabled = 0; enabled < 2; enabled++) {
+    struct fake f = {0};
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct ofi_regcache c;
+    ofi_regcache_init(&c, fake_reg, fake_dereg, &f, &lock, enabled);
+    struct ofi_reg *dev = calloc(1, sizeof *dev), *kept = calloc(1, sizeof *kept), *got = NULL;
+    dev->lo = (uintptr_t)buf;
+    dev->hi = (uintptr_t)buf + 65536;
+    dev->keys.key = 77;
+    *kept = *dev;
+    kept->lo = (uintptr_t)buf + 131072;
+    kept->hi = kept->lo + 4096;
+    CHECK(ofi_regcache_add_fixed(&c, dev) == hetcclSuccess && ofi_regcache_add_fixed(&c, kept) == hetcclSuccess,
+          "add fixed (cache %s)", enabled ? "on" : "off");
+    CHECK(ofi_regcache_get(&c, buf + 4096, 8192, &got) == hetcclSuccess && got == dev && f.regs == 0,
+          "get inside a fixed entry takes it without registering (cache %s)", enabled ? "on" : "off");
+    CHECK(ofi_regcache_find_fixed(&c, buf + 60000, 6000) == NULL, "a range crossing the fixed entry's end is not in it");
+    ofi_regcache_put(&c, got);
+    ofi_regcache_put(&c, got);
+    ofi_regcache_invalidate(&c, buf, 65536);
+    CHECK(ofi_regcache_find_fixed(&c, buf, 100) == dev && f.deregs == 0,
+          "puts and an invalidation leave a fixed entry alone (cache %s)", enabled ? "on" : "off");
+    ofi_regcache_remove_fixed(&c, dev);
+    CHECK(ofi_regcache_find_fixed(&c, buf, 100) == NULL && c.nfixed == 1, "removed by its owner");
+    CHECK(ofi_regcache_get(&c, buf, 100, &got) == hetcclSuccess && got != dev && f.regs == 1,
+          "after removal the range registers as host memory");
+    ofi_regcache_put(&c, got);
+    free(dev);
+    ofi_regcache_fini(&c); /* releases `kept`, never removed */
+    CHECK(c.nfixed == 0 && f.deregs == f.regs + 1, "fini releases a fixed entry left behind (%d deregs, %d regs)",
+          f.deregs, f.regs);
+  }
+}
+
 int main(void) {
   test_rules();
   test_key_wrap();
   test_cache_reuse();
   test_cache_invalidate();
   test_cache_disabled();
+  test_cache_fixed();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }
