@@ -8,7 +8,8 @@
  * holds receives back, sends go in order as their gates open, the flag counts
  * the leading run of completed receives and then the job's end, slots are
  * reused when more jobs than slots are submitted, a timeout is recorded and
- * still releases every waiter, abort and drain. The real CUDA path (events,
+ * still releases every waiter, abort and drain, the flag's epochs on its
+ * two words (progress.h). The real CUDA path (events,
  * stream waits on the flag) is tested on GPUs by tests/gpu.
  * Both ends of a link are net contexts (ranks 0 and 1) of this process: the
  * shm creator does not wait for its peer, so one thread connects rank 0 then

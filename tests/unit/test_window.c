@@ -25,7 +25,12 @@
  * async error and released waits when this rank still waits for it, none
  * when it had produced everything); destroy(abort) of an executor with
  * stuck transfers (its streams and events are destroyed, its memory and
- * window mappings stay, as an abort must leave them).
+ * window mappings stay, as an abort must leave them); HIP's unsigned waits
+ * on the progress engine's flag (from just below the wrap, and with
+ * 3-value epochs); hetccl_dwin_release ending a counter restart whose peer
+ * is gone (receiver and sender, once and twice, both comparisons); a host
+ * rank's end (hwin.c) against a GPU end through restarts, and ended by an
+ * abort or a lost peer in the middle of one.
  * Usage: test_window [seed].
  * Every wait is bounded; alarm() turns a hang into a failure.
  */
