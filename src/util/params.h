@@ -28,6 +28,7 @@ struct hetccl_params {
   size_t shm_window_epoch;    /* HETCCL_SHM_WINDOW_EPOCH: bytes through a device window lane between counter restarts */
   int64_t check_calls;        /* HETCCL_CHECK_CALLS: 1: messages carry call signatures, compared on receipt */
   int64_t progress_epoch;     /* HETCCL_PROGRESS_EPOCH: flag values of the progress engine between restarts */
+  int64_t net_device_memory;  /* HETCCL_NET_DEVICE_MEMORY: 1: links that move device memory get GPU staging */
 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */

@@ -24,6 +24,7 @@ extern const char hetccl_kernels_cuda_arch_list[] __attribute__((visibility("hid
 #define KERNEL_BLOCKS_PER_SM 4
 #define MAX_CONTEXTS 64
 
+#ifdef HETCCL_HAVE_CUDA_KERNELS
 /* Kernel name suffixes, indexed by hetcclDataType_t. */
 static const char *const g_type_names[hetcclNumTypes] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
@@ -41,6 +42,7 @@ struct kernel_module {
 static struct kernel_module g_modules[MAX_CONTEXTS];
 static int g_nmodules;
 static pthread_mutex_t g_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 
 const char *hetccl_kernels_cuda_archs(void) {
 #ifdef HETCCL_HAVE_CUDA_KERNELS
