@@ -145,8 +145,8 @@ struct hetccl_device_ops {
 /* stream_wait_value32() conditions. */
 enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
 
-/* ops[0..n) on `stream` in order: one call where the kind batches them,
- * else one call each. */
+/* ops[0..n) on `stream` in order: one call per HETCCL_MEMOPS_MAX where the
+ * kind batches them, else one call each. */
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
                                const struct hetccl_memop32 *ops, int n);
 /* The same, one stream_wait_value32 / stream_write_value32 call each. */
