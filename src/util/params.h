@@ -27,7 +27,13 @@ struct hetccl_params {
   int64_t trace_events;       /* HETCCL_TRACE_EVENTS: events a timeline holds */
   size_t shm_window_epoch;    /* HETCCL_SHM_WINDOW_EPOCH: bytes through a device window lane between counter restarts */
   int64_t check_calls;        /* HETCCL_CHECK_CALLS: 1: messages carry call signatures, compared on receipt */
+  int window_kernel;          /* HETCCL_WINDOW_KERNEL: HETCCL_WINDOW_KERNEL_AUTO, _OFF or _ON */
+  int64_t window_kernel_blocks; /* HETCCL_WINDOW_KERNEL_BLOCKS: blocks of the window kernel per transfer, at most */
 };
+
+/* HETCCL_WINDOW_KERNEL's values (its choices' indices): auto is on where
+ * the device kind has the window kernel (device.h, window_xfer). */
+enum { HETCCL_WINDOW_KERNEL_AUTO = 0, HETCCL_WINDOW_KERNEL_OFF = 1, HETCCL_WINDOW_KERNEL_ON = 2 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */
 #define HETCCL_DOMAIN_LABEL_MAX 31
