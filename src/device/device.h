@@ -28,12 +28,14 @@ struct hetccl_memop32 {
 /*
  * One launch of the window kernel (src/device/kernels/reduce.cu's
  * hetccl_window_<type>, whose struct hk_wx_desc this is byte for byte;
- * built by exec/window.c's kernel path): tracks are transfers through
- * device windows, each walked by `blocks` blocks from block0, steps are a
- * track's chunks and counter handshakes, in order: wait (the track's
- * wait counter >= or == `wait`), move `n` bytes (send: buf + off to ring +
- * at; receive: ring + at to buf + off, or buf = a op ring when a is set,
- * combine as hetccl_redop's, elements of the descriptor's dt), write
+ * built by exec/window.c's kernel path): tracks are lanes of device
+ * windows (one direction's ring and counters), each walked by `blocks`
+ * blocks from block0; steps are a track's chunks and counter handshakes,
+ * those of its transfers in phase order: wait (the track's wait counter
+ * >= or == `wait`), move `n` bytes (send: buf to ring + at; receive: ring
+ * + at to buf, or buf = a op ring when a is set, combine as hetccl_redop's
+ * in flags bits 8..15 (HETCCL_WX_COMBINE_SHIFT), elements of the launch's
+ * data type), write
  * (`write` to the track's write counter once the moves before it are out,
  * behind a system-scope fence). Every spin also reads abort_word (mapped
  * host memory): once it is non-zero every wait passes and nothing more is
@@ -41,16 +43,17 @@ struct hetccl_memop32 {
  * the first launch; gen grows by one per launch.
  */
 #define HETCCL_WX_TRACKS 8
-#define HETCCL_WX_STEPS 96
+#define HETCCL_WX_STEPS 88
 #define HETCCL_WX_BLOCKS 32 /* blocks of a launch, at most: all of them co-resident on any GPU here */
 enum { HETCCL_WX_WAIT_GEQ = 1, HETCCL_WX_WAIT_EQ = 2, HETCCL_WX_MOVE = 4, HETCCL_WX_WRITE = 8 };
+#define HETCCL_WX_COMBINE_SHIFT 8
 struct hetccl_wx_step {
-  uint64_t off, at;
+  uint64_t buf, a, at;
   uint32_t n, wait, write, flags;
 };
 struct hetccl_wx_track {
-  uint64_t buf, a, ring, wait_ctr, write_ctr; /* device addresses */
-  uint32_t first, nsteps, block0, blocks, send, combine;
+  uint64_t ring, wait_ctr, write_ctr; /* device addresses */
+  uint32_t first, nsteps, block0, blocks, send, pad;
 };
 struct hetccl_wx_desc {
   uint64_t abort_word, prog, gen;
@@ -59,8 +62,8 @@ struct hetccl_wx_desc {
   struct hetccl_wx_step s[HETCCL_WX_STEPS];
 };
 /* The kernel's argument: under the 4 KiB every CUDA and HIP version takes. */
-_Static_assert(sizeof(struct hetccl_wx_step) == 32 && sizeof(struct hetccl_wx_track) == 64 &&
-                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 64 + 96 * 32,
+_Static_assert(sizeof(struct hetccl_wx_step) == 40 && sizeof(struct hetccl_wx_track) == 48 &&
+                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 48 + 88 * 40 && sizeof(struct hetccl_wx_desc) <= 4000,
                "struct hetccl_wx_desc must match reduce.cu's struct hk_wx_desc");
 
 struct hetccl_device_ops {

@@ -275,9 +275,16 @@ static unsigned kernel_blocks(size_t bytes, int ntracks) {
   return (unsigned)(b < 1 ? 1 : b > most ? most : b);
 }
 
+/* The lane of window transfer i of the phase (NULL: not through a window). */
+static hetcclResult_t lane_of(struct hetccl_dexec *d, const struct hetccl_phase_xfer *x, struct hetccl_dlane **l) {
+  struct hetccl_dwin *w = x->bytes ? window_of(d, x->link) : NULL;
+  *l = NULL;
+  return w ? hetccl_dwin_lane_for(w, x->send, x->bytes, l) : hetcclSuccess;
+}
+
 /* Whether the phase's window transfers go in one window kernel launch: the
- * kernel is on and its descriptor holds them all (tracks, steps, one data
- * type among the reducing receives); *dt is that type. */
+ * kernel is on and its descriptor holds them all (a track per lane, their
+ * steps, one data type among the reducing receives); *dt is that type. */
 static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct hetccl_phase *ph, int *fits,
                                          hetcclDataType_t *dt) {
   int ntracks = 0, steps = 0, typed = 0;
@@ -286,19 +293,20 @@ static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct he
   if (!d->wx_on) return hetcclSuccess;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
-    struct hetccl_dwin *w = x->bytes ? window_of(d, x->link) : NULL;
-    if (!w) continue;
-    int k;
-    HETCCL_TRY(hetccl_dwin_kernel_steps(w, x->send, x->bytes, &k));
-    /* A second transfer through the same window and direction starts where
-     * the first ends, so its restarts may fall elsewhere: room for one
-     * before every chunk (kernel_steps counts from the window's end now). */
-    for (int j = 0; j < i && k < INT32_MAX / 4; j++)
-      if (ph->x[j].send == x->send && ph->x[j].bytes && window_of(d, ph->x[j].link) == w) {
-        k *= 3;
-        break;
-      }
-    if (k > HETCCL_WX_STEPS - steps || ++ntracks > HETCCL_WX_TRACKS) return hetcclSuccess;
+    struct hetccl_dlane *l, *o;
+    HETCCL_TRY(lane_of(d, x, &l));
+    if (!l) continue;
+    int k, shared = 0;
+    HETCCL_TRY(hetccl_dwin_kernel_steps(window_of(d, x->link), x->send, x->bytes, &k));
+    for (int j = 0; j < i && !shared; j++) {
+      HETCCL_TRY(lane_of(d, &ph->x[j], &o));
+      shared = o == l;
+    }
+    /* A second transfer through a lane starts where the first ends, so its
+     * restarts may fall elsewhere than kernel_steps (which counts from the
+     * lane's end now) sees: room for one before every chunk. */
+    if (shared && k < INT32_MAX / 4) k *= 3;
+    if (k > HETCCL_WX_STEPS - steps || (!shared && ++ntracks > HETCCL_WX_TRACKS)) return hetcclSuccess;
     steps += k;
     if (!x->send && x->a) {
       if (typed && x->dt != *dt) return hetcclSuccess;
@@ -311,23 +319,39 @@ static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct he
 }
 
 /* Every window transfer of the phase, sends and receives, in one launch of
- * the window kernel on the operation's stream (window.h, the kernel path). */
+ * the window kernel on the operation's stream (window.h, the kernel path):
+ * a track per lane, its transfers in phase order. */
 static hetcclResult_t window_kernel(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclDataType_t dt,
                                     hetcclStream_t stream) {
   struct hetccl_wx_desc *desc = &d->wx;
-  int ntracks = 0;
+  struct hetccl_dlane *lanes[HETCCL_WX_STEPS]; /* a window transfer takes a step at least: no more of them */
+  int ntracks = 0, n = 0, idx[HETCCL_WX_STEPS];
   size_t bytes = 0;
-  for (int i = 0; i < ph->n; i++) ntracks += ph->x[i].bytes && window_of(d, ph->x[i].link);
-  desc->ntracks = desc->nblocks = 0;
   for (int i = 0; i < ph->n; i++) {
-    const struct hetccl_phase_xfer *x = &ph->x[i];
-    struct hetccl_dwin *w = x->bytes ? window_of(d, x->link) : NULL;
-    if (!w) continue;
-    void *buf = x->send ? (void *)x->src : x->dst;
-    const void *a = x->send ? NULL : x->a;
-    HETCCL_TRY(hetccl_dwin_kernel_add(w, x->send, buf, a, x->bytes, x->op.combine, kernel_blocks(x->bytes, ntracks),
-                                      desc));
-    bytes += x->bytes;
+    struct hetccl_dlane *l;
+    HETCCL_TRY(lane_of(d, &ph->x[i], &l));
+    if (!l) continue;
+    if (n == HETCCL_WX_STEPS) return hetccl_error(hetcclInternalError, "window kernel: too many transfers");
+    int seen = 0;
+    for (int j = 0; j < n; j++) seen |= lanes[j] == l;
+    ntracks += !seen;
+    lanes[n] = l;
+    idx[n++] = i;
+  }
+  desc->ntracks = desc->nblocks = 0;
+  for (int j = 0; j < n; j++) {
+    if (!lanes[j]) continue; /* added with an earlier transfer of its lane */
+    struct hetccl_dlane *l = lanes[j];
+    for (int k = j; k < n; k++) {
+      if (lanes[k] != l) continue;
+      const struct hetccl_phase_xfer *x = &ph->x[idx[k]];
+      void *buf = x->send ? (void *)x->src : x->dst;
+      const void *a = x->send ? NULL : x->a;
+      HETCCL_TRY(hetccl_dwin_kernel_add(window_of(d, x->link), x->send, buf, a, x->bytes, x->op.combine,
+                                        kernel_blocks(x->bytes, ntracks), k != j, desc));
+      bytes += x->bytes;
+      lanes[k] = NULL;
+    }
   }
   if (!d->wx_zeroed) {
     HETCCL_TRY(d->dev->zero_async(d->wx_prog, HETCCL_WX_BLOCKS * sizeof(uint64_t), stream));

@@ -395,29 +395,36 @@ static struct hetccl_wx_step *kstep_new(struct hetccl_wx_desc *desc, struct hetc
   if (!var) return hetccl_error(hetcclInternalError, "window kernel: more than %d steps", HETCCL_WX_STEPS)
 
 hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf, const void *a, size_t bytes,
-                                      int combine, unsigned blocks, struct hetccl_wx_desc *desc) {
+                                      int combine, unsigned blocks, int extend, struct hetccl_wx_desc *desc) {
   struct hetccl_dlane *l;
   if (bytes == 0) return hetcclSuccess;
-  if (desc->ntracks >= HETCCL_WX_TRACKS)
-    return hetccl_error(hetcclInternalError, "window kernel: more than %d transfers", HETCCL_WX_TRACKS);
+  if (extend ? desc->ntracks == 0 : desc->ntracks >= HETCCL_WX_TRACKS)
+    return hetccl_error(hetcclInternalError, "window kernel: %s", extend ? "no track to extend" : "too many lanes");
   HETCCL_TRY(map(win));
   HETCCL_TRY(hetccl_dwin_lane_for(win, tx, bytes, &l));
   size_t chunk = hetccl_dwin_chunk(l->W, l != (tx ? &win->tx[0] : &win->rx[0]), bytes);
-  struct hetccl_wx_track *t = &desc->t[desc->ntracks];
-  uint32_t first = 0;
-  for (uint32_t i = 0; i < desc->ntracks; i++) first += desc->t[i].nsteps;
-  *t = (struct hetccl_wx_track){
-      .buf = (uint64_t)(uintptr_t)buf,
-      .a = (uint64_t)(uintptr_t)a,
-      .ring = (uint64_t)(uintptr_t)dev_addr(l, l->data),
-      .wait_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->consumed : l->produced),
-      .write_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->produced : l->consumed),
-      .first = first,
-      .block0 = desc->nblocks,
-      .blocks = blocks,
-      .send = (uint32_t)tx,
-      .combine = (uint32_t)combine,
-  };
+  uint64_t ring = (uint64_t)(uintptr_t)dev_addr(l, l->data);
+  struct hetccl_wx_track *t;
+  if (extend) {
+    t = &desc->t[desc->ntracks - 1];
+    if (t->ring != ring || t->send != (uint32_t)tx)
+      return hetccl_error(hetcclInternalError, "window kernel: a transfer extends another lane's track");
+    if (blocks > t->blocks) t->blocks = blocks;
+  } else {
+    t = &desc->t[desc->ntracks++];
+    uint32_t first = 0;
+    for (uint32_t i = 0; i + 1 < desc->ntracks; i++) first += desc->t[i].nsteps;
+    *t = (struct hetccl_wx_track){
+        .ring = ring,
+        .wait_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->consumed : l->produced),
+        .write_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->produced : l->consumed),
+        .first = first,
+        .block0 = desc->nblocks,
+        .blocks = blocks,
+        .send = (uint32_t)tx,
+    };
+  }
+  desc->nblocks = t->block0 + t->blocks; /* the last track's blocks are the launch's last */
   for (size_t off = 0; off < bytes; off += chunk) {
     size_t n = hetccl_chunk_len(bytes, off, chunk);
     if (past_epoch(win, l, n)) {
@@ -444,15 +451,14 @@ hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf
     } else {
       kstep_wait(l, l->produced, units(end), 0, s);
     }
-    s->flags |= HETCCL_WX_MOVE | HETCCL_WX_WRITE;
-    s->off = off;
+    s->flags |= HETCCL_WX_MOVE | HETCCL_WX_WRITE | (uint32_t)combine << HETCCL_WX_COMBINE_SHIFT;
+    s->buf = (uint64_t)(uintptr_t)((char *)buf + off);
+    s->a = a ? (uint64_t)(uintptr_t)((const char *)a + off) : 0;
     s->at = v % l->W;
     s->n = (uint32_t)n;
     s->write = units(end);
     l->end = end;
   }
-  desc->ntracks++;
-  desc->nblocks += blocks;
   return hetcclSuccess;
 }
 

@@ -108,13 +108,16 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
  * kernel_steps: the steps a transfer of `bytes` (tx: a send) would take
  * now, changing nothing but making its lane when it is the first to need
  * it (as send and recv do; INT32_MAX when a chunk is too large for a
- * step); kernel_add: appends it as track desc->ntracks with `blocks`
- * blocks from desc->nblocks (the caller made sure the steps fit). A
- * receive with a != NULL is buf = a op received (combine: op->combine).
+ * step); kernel_add: appends its steps as a new track desc->ntracks with
+ * `blocks` blocks from desc->nblocks, or with `extend` to the last track,
+ * which must be the same lane (hetccl_dwin_lane_for): the chunks of one
+ * lane move in phase order, one track, since each transfer's counter
+ * values follow the one before it (the caller made sure the steps fit).
+ * A receive with a != NULL is buf = a op received (combine: op->combine).
  */
 hetcclResult_t hetccl_dwin_kernel_steps(struct hetccl_dwin *win, int tx, size_t bytes, int *steps);
 hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf, const void *a, size_t bytes,
-                                      int combine, unsigned blocks, struct hetccl_wx_desc *desc);
+                                      int combine, unsigned blocks, int extend, struct hetccl_wx_desc *desc);
 
 /* After an abort or a lost peer: stores, from the host, counter values far
  * ahead of the current ones (2^30 units, 256 GiB) in every lane, which

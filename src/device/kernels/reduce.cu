@@ -666,11 +666,13 @@ HK_TYPE_KERNELS(float8e5m2, e5m2)
 /* enqueues them (same chunks, places and counter values, so either end   */
 /* may be a CPU or a GPU on the other path).                              */
 /*                                                                        */
-/* Tracks are transfers; a track's blocks (block0 .. block0 + blocks - 1) */
-/* walk its steps in order. A step: wait (the track's wait counter >= or  */
-/* == `wait`), move (send: `n` bytes from buf + off to ring + at;         */
-/* receive: from ring + at to buf + off, or buf = a op ring when a is     */
-/* set), write (`write` to the track's write counter, once every block's  */
+/* Tracks are lanes (one direction's ring of a window and its counters);  */
+/* a track's blocks (block0 .. block0 + blocks - 1) walk its steps, the   */
+/* chunks of its transfers in phase order. A step: wait (the track's wait */
+/* counter >= or == `wait`), move (send: `n` bytes from buf to ring + at; */
+/* receive: from ring + at to buf, or buf = a op ring when a is set, with */
+/* the combine in flags bits 8..15), write (`write` to the track's write  */
+/* counter, once every block's                                            */
 /* part of the moves before it is out, behind a system-scope fence).      */
 /* Each block moves its stripe of each move; the track's first block      */
 /* writes the counters after the others report (prog: one word per block */
@@ -682,19 +684,19 @@ HK_TYPE_KERNELS(float8e5m2, e5m2)
 /* src/device/device.h, byte for byte.                                    */
 
 #define HK_WX_TRACKS 8
-#define HK_WX_STEPS 96
+#define HK_WX_STEPS 88
 #define HK_WX_WAIT_GEQ 1u
 #define HK_WX_WAIT_EQ 2u
 #define HK_WX_MOVE 4u
 #define HK_WX_WRITE 8u
 
 struct hk_wx_step {
-  hk_u64 off, at;           /* offset in the transfer's buffers, in the ring */
+  hk_u64 buf, a, at; /* device addresses of the chunk in the transfer's buffers; its offset in the ring */
   hk_u32 n, wait, write, flags;
 };
 struct hk_wx_track {
-  hk_u64 buf, a, ring, wait_ctr, write_ctr; /* device addresses */
-  hk_u32 first, nsteps, block0, blocks, send, combine;
+  hk_u64 ring, wait_ctr, write_ctr; /* device addresses */
+  hk_u32 first, nsteps, block0, blocks, send, pad;
 };
 struct hk_wx_desc {
   hk_u64 abort_word, prog, gen;
@@ -760,18 +762,18 @@ HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 n
         per = (per + 255) & ~(hk_u64)255;                                                                 \
         hk_u64 lo = per * sub, hi = lo + per < S->n ? lo + per : S->n;                                    \
         if (lo < hi) {                                                                                    \
-          hk_u8 *ring = (hk_u8 *)T->ring + S->at + lo, *buf = (hk_u8 *)T->buf + S->off + lo;              \
+          hk_u8 *ring = (hk_u8 *)T->ring + S->at + lo, *buf = (hk_u8 *)S->buf + lo;                       \
           if (T->send) {                                                                                  \
             hk_wx_copy(ring, buf, hi - lo, tid0, nth0);                                                   \
-          } else if (!T->a) {                                                                             \
+          } else if (!S->a) {                                                                             \
             hk_wx_copy(buf, ring, hi - lo, tid0, nth0);                                                   \
           } else {                                                                                        \
-            const K##_t *a = (const K##_t *)((const hk_u8 *)T->a + S->off + lo);                         \
+            const K##_t *a = (const K##_t *)((const hk_u8 *)S->a + lo);                                  \
             K##_t *d = (K##_t *)buf;                                                                      \
             const K##_t *b = (const K##_t *)ring;                                                         \
             const hk_u64 cnt = (hi - lo) / K##_SIZE;                                                      \
             const K##_ct s0 = K##_scalar(0);                                                              \
-            switch (T->combine) {                                                                         \
+            switch (S->flags >> 8) {                                                                         \
               case HK_SUM: K##_range_sum(d, a, b, cnt, 0, s0, tid0, nth0); break;                         \
               case HK_PROD: K##_range_prod(d, a, b, cnt, 0, s0, tid0, nth0); break;                       \
               case HK_MAX: K##_range_max(d, a, b, cnt, 0, s0, tid0, nth0); break;                         \
