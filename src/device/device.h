@@ -43,7 +43,7 @@ struct hetccl_memop32 {
  * the first launch; gen grows by one per launch.
  */
 #define HETCCL_WX_TRACKS 8
-#define HETCCL_WX_STEPS 88
+#define HETCCL_WX_STEPS 84
 #define HETCCL_WX_BLOCKS 32 /* blocks of a launch, at most: all of them co-resident on any GPU here */
 enum { HETCCL_WX_WAIT_GEQ = 1, HETCCL_WX_WAIT_EQ = 2, HETCCL_WX_MOVE = 4, HETCCL_WX_WRITE = 8 };
 #define HETCCL_WX_COMBINE_SHIFT 8
@@ -61,9 +61,10 @@ struct hetccl_wx_desc {
   struct hetccl_wx_track t[HETCCL_WX_TRACKS];
   struct hetccl_wx_step s[HETCCL_WX_STEPS];
 };
-/* The kernel's argument: under the 4 KiB every CUDA and HIP version takes. */
+/* The kernel's argument: with AMD's 256 bytes of hidden arguments after
+ * it, under the 4 KiB every CUDA and HIP version takes. */
 _Static_assert(sizeof(struct hetccl_wx_step) == 40 && sizeof(struct hetccl_wx_track) == 48 &&
-                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 48 + 88 * 40 && sizeof(struct hetccl_wx_desc) <= 4000,
+                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 48 + 84 * 40 && sizeof(struct hetccl_wx_desc) + 256 <= 4096,
                "struct hetccl_wx_desc must match reduce.cu's struct hk_wx_desc");
 
 struct hetccl_device_ops {

@@ -684,7 +684,7 @@ HK_TYPE_KERNELS(float8e5m2, e5m2)
 /* src/device/device.h, byte for byte.                                    */
 
 #define HK_WX_TRACKS 8
-#define HK_WX_STEPS 88
+#define HK_WX_STEPS 84
 #define HK_WX_WAIT_GEQ 1u
 #define HK_WX_WAIT_EQ 2u
 #define HK_WX_MOVE 4u
