@@ -726,12 +726,40 @@ HK_DEV int hk_wx_wait_blocks(hk_u64 abort_word, hk_u64 prog, hk_u32 block0, hk_u
   return 1;
 }
 
-/* d[0, n) = s[0, n) by the block's threads (16-byte vectors when d and s
- * are equally misaligned). */
+/* d[0, n) = a[0, n) by the block's threads, 16-byte vectors when d and a
+ * are equally misaligned. On CUDA four of them are loaded before any is
+ * stored (one side is host memory across PCIe, whose latency only loads in
+ * flight hide); AMD's clang put those four in scratch, which the kernels
+ * must not use (test_hip_kernels), so it walks one vector at a time there. */
 HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 nth0) {
+#if defined(__HIP__)
   const hk_u8 *b = a;
   const int has_b = 0;
   HK_WALK(u8, d[i] = a[i], HK_VST(vd, v, has_b ? HK_VLD(vb, v) : HK_VLD(va, v)))
+#else
+  const hk_u64 mis = (hk_u64)d & 15u;
+  hk_u64 head = n;
+  if (((hk_u64)a & 15u) == mis) {
+    head = (16u - mis) & 15u;
+    if (head > n) head = n;
+  }
+  for (hk_u64 i = tid0; i < head; i += nth0) d[i] = a[i];
+  if (head == n) return;
+  const hk_u64 nvec = (n - head) / 16;
+  hk_v4 *vd = (hk_v4 *)(d + head);
+  const hk_v4 *va = (const hk_v4 *)(a + head);
+  hk_u64 v = tid0;
+  for (; v + 3 * nth0 < nvec; v += 4 * nth0) {
+    const hk_v4 x0 = HK_VLD(va, v), x1 = HK_VLD(va, v + nth0), x2 = HK_VLD(va, v + 2 * nth0),
+                x3 = HK_VLD(va, v + 3 * nth0);
+    HK_VST(vd, v, x0);
+    HK_VST(vd, v + nth0, x1);
+    HK_VST(vd, v + 2 * nth0, x2);
+    HK_VST(vd, v + 3 * nth0, x3);
+  }
+  for (; v < nvec; v += nth0) HK_VST(vd, v, HK_VLD(va, v));
+  for (hk_u64 i = head + nvec * 16 + tid0; i < n; i += nth0) d[i] = a[i];
+#endif
 }
 
 /* One kernel per data type (the type of the phase's reducing receives;
