@@ -16,6 +16,12 @@
 #                       architectures HETCCL_HIP_CLANG refuses (gfx950)
 #   HETCCL_HIP_ARCHS    processors to build for; those neither compiler
 #                       builds are skipped with a message
+#   HETCCL_HIP_PREBUILT_DIR  a folder of code objects built from this same
+#                       source on another machine (scripts/hip-prebuild.sh):
+#                       hetccl_kernels_<arch>.co and source.sha256; used in
+#                       place of compiling, for a machine without clang-19
+#                       (the H200 runs). Refused when source.sha256 is not
+#                       the SHA-256 of src/device/kernels/reduce.cu.
 
 option(HETCCL_HIP_KERNELS "Build the AMD kernels when clang (HIP, header-free) is found" ON)
 set(HETCCL_HIP_ARCHS "gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201"
@@ -31,7 +37,22 @@ set(_hh_flags -x hip --cuda-device-only -nogpuinc -nogpulib --no-gpu-bundle-outp
     -O3 -mcode-object-version=5 -ffp-contract=off -fhip-fp32-correctly-rounded-divide-sqrt
     -fno-gpu-rdc -Wall -Wextra -Werror)
 
-if(HETCCL_HIP_KERNELS)
+set(HETCCL_HIP_PREBUILT_DIR "" CACHE PATH "AMD code objects built elsewhere from this source (see above)")
+if(HETCCL_HIP_PREBUILT_DIR)
+  file(SHA256 ${_hh_src} _hh_sum)
+  set(_hh_sum_file ${HETCCL_HIP_PREBUILT_DIR}/source.sha256)
+  if(NOT EXISTS ${_hh_sum_file})
+    message(FATAL_ERROR "HETCCL_HIP_PREBUILT_DIR=${HETCCL_HIP_PREBUILT_DIR} has no source.sha256")
+  endif()
+  file(READ ${_hh_sum_file} _hh_their_sum)
+  string(STRIP "${_hh_their_sum}" _hh_their_sum)
+  if(NOT _hh_their_sum STREQUAL _hh_sum)
+    message(FATAL_ERROR "HETCCL_HIP_PREBUILT_DIR: its code objects were built from another reduce.cu "
+      "(${_hh_their_sum}, this one is ${_hh_sum}); rebuild them with scripts/hip-prebuild.sh")
+  endif()
+endif()
+
+if(HETCCL_HIP_KERNELS AND NOT HETCCL_HIP_PREBUILT_DIR)
   find_program(HETCCL_HIP_CLANG NAMES clang++-19 clang++
     PATHS /usr/lib/llvm-19/bin NO_DEFAULT_PATH)
   if(NOT HETCCL_HIP_CLANG)
@@ -43,14 +64,28 @@ endif()
 
 if(NOT HETCCL_HIP_KERNELS)
   message(STATUS "HetCCL: AMD kernels disabled (HETCCL_HIP_KERNELS=OFF)")
-elseif(NOT HETCCL_HIP_CLANG)
+elseif(NOT HETCCL_HIP_CLANG AND NOT HETCCL_HIP_PREBUILT_DIR)
   message(STATUS "HetCCL: clang-19 not found; the AMD kernels are not built (scripts/install-deps.sh installs it)")
 else()
   # Keep the architectures a compiler builds: compile and link a one-line
   # kernel for each, with HETCCL_HIP_CLANG, else HETCCL_HIP_CLANG_EXTRA;
   # once per compilers and list.
   set(_hh_key "${HETCCL_HIP_CLANG}|${HETCCL_HIP_CLANG_EXTRA}|${HETCCL_HIP_ARCHS}")
-  if(NOT "${_hh_key}" STREQUAL "${HETCCL_HIP_PROBED_KEY}")
+  if(HETCCL_HIP_PREBUILT_DIR)
+    # The architectures are those whose code object the folder holds.
+    set(_hh_ok)
+    foreach(_a ${HETCCL_HIP_ARCHS})
+      if(EXISTS ${HETCCL_HIP_PREBUILT_DIR}/hetccl_kernels_${_a}.co)
+        list(APPEND _hh_ok ${_a})
+      endif()
+    endforeach()
+    set(HETCCL_HIP_ARCHS_OK "${_hh_ok}" CACHE INTERNAL "AMD architectures built")
+    set(HETCCL_HIP_PROBED_KEY "prebuilt" CACHE INTERNAL "compilers and list the probe ran for")
+    message(STATUS "HetCCL: AMD kernels prebuilt in ${HETCCL_HIP_PREBUILT_DIR}, from this reduce.cu")
+    file(MAKE_DIRECTORY ${_hh_dir})
+    # A changed reduce.cu re-runs the check above.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_hh_src})
+  elseif(NOT "${_hh_key}" STREQUAL "${HETCCL_HIP_PROBED_KEY}")
     file(MAKE_DIRECTORY ${_hh_dir})
     set(_hh_probe ${_hh_dir}/probe.hip)
     file(WRITE ${_hh_probe} "extern \"C\" __attribute__((global)) void hetccl_probe(int *p) { *p = 1; }\n")
@@ -92,14 +127,23 @@ else()
     set(_hh_decl "")
     set(_hh_rows "")
     foreach(_a ${HETCCL_HIP_ARCHS_OK})
-      list(FIND HETCCL_HIP_ARCHS_OK ${_a} _i)
-      list(GET HETCCL_HIP_ARCHS_WITH ${_i} _cc)
-      set(_co ${_hh_dir}/hetccl_kernels_${_a}.co)
-      add_custom_command(OUTPUT ${_co}
-        COMMAND ${_cc} ${_hh_flags} --offload-arch=${_a} -c ${_hh_src} -o ${_co}
-        DEPENDS ${_hh_src}
-        COMMENT "clang: AMD kernels for ${_a}"
-        VERBATIM)
+      if(HETCCL_HIP_PREBUILT_DIR)
+        set(_co ${_hh_dir}/hetccl_kernels_${_a}.co)
+        add_custom_command(OUTPUT ${_co}
+          COMMAND ${CMAKE_COMMAND} -E copy ${HETCCL_HIP_PREBUILT_DIR}/hetccl_kernels_${_a}.co ${_co}
+          DEPENDS ${HETCCL_HIP_PREBUILT_DIR}/hetccl_kernels_${_a}.co
+          COMMENT "AMD kernels for ${_a}: prebuilt"
+          VERBATIM)
+      else()
+        list(FIND HETCCL_HIP_ARCHS_OK ${_a} _i)
+        list(GET HETCCL_HIP_ARCHS_WITH ${_i} _cc)
+        set(_co ${_hh_dir}/hetccl_kernels_${_a}.co)
+        add_custom_command(OUTPUT ${_co}
+          COMMAND ${_cc} ${_hh_flags} --offload-arch=${_a} -c ${_hh_src} -o ${_co}
+          DEPENDS ${_hh_src}
+          COMMENT "clang: AMD kernels for ${_a}"
+          VERBATIM)
+      endif()
       list(APPEND _hh_objects ${_co})
       set(_s hetccl_kernels_hip_${_a})
       string(APPEND _hh_asm

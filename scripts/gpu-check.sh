@@ -56,7 +56,9 @@
 # image, for builds without the AMD code objects; builtin: the gfx942 code
 # object built in; default builtin when hetccl-info lists gfx942 under hip
 # kernels, else marker; the stand-in loads the CUDA kernels either way),
-# COLLS (the collectives of the parity runs).
+# COLLS (the collectives of the parity runs), HIP_PREBUILT (a folder of AMD
+# code objects from scripts/hip-prebuild.sh; default .device-carry/hip-kernels
+# when it exists: carry it to the device machine).
 # Logs go to $OUT when it is set, else to $BUILD/logs (the device tool brings
 # back at most 8 files of $OUT: gpucheck.out, printed by the caller, has the
 # summary):
@@ -108,10 +110,16 @@ fi
 # ---- 1. Build ----
 bin="$BUILD/bin"
 targets="hetccl nccl_face rccl_face test_tool_stand_in_hip_cuda hetccl-perf hetccl-info hetccl-pciebench test_cuda_device test_nccl_vendor test_gpu_collectives"
+# AMD code objects built elsewhere (scripts/hip-prebuild.sh), for a machine
+# without clang-19: the stand-in HIP then finds gfx942 code in the library,
+# as PyTorch's two-faces run needs.
+hip_prebuilt=${HIP_PREBUILT:-}
+if [ -z "$hip_prebuilt" ] && [ -f .device-carry/hip-kernels/source.sha256 ]; then hip_prebuilt=$repo/.device-carry/hip-kernels; fi
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   # shellcheck disable=SC2086
   {
-    cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS="$CUDA_ARCHS" -DCMAKE_C_FLAGS="$EXTRA_CFLAGS" &&
+    cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS="$CUDA_ARCHS" -DCMAKE_C_FLAGS="$EXTRA_CFLAGS" \
+      -DHETCCL_HIP_PREBUILT_DIR="$hip_prebuilt" &&
       cmake --build "$BUILD" -j16 --target $targets
   } >"$LOGS/build.log" 2>&1
   rc=$?

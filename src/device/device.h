@@ -31,28 +31,30 @@ struct hetccl_memop32 {
  * built by exec/window.c's kernel path): tracks are lanes of device
  * windows (one direction's ring and counters), each walked by `blocks`
  * blocks from block0; steps are a track's chunks and counter handshakes,
- * those of its transfers in phase order: wait (the track's wait counter
- * >= or == `wait`), move `n` bytes (send: buf to ring + at; receive: ring
+ * those of its transfers in phase order: wait (the track's wait counter,
+ * or with HETCCL_WX_WAIT_RST its wait restart word, >= `wait`, unsigned),
+ * move `n` bytes (send: buf to ring + at; receive: ring
  * + at to buf, or buf = a op ring when a is set, combine as hetccl_redop's
  * in flags bits 8..15 (HETCCL_WX_COMBINE_SHIFT), elements of the launch's
  * data type), write
  * (`write` to the track's write counter once the moves before it are out,
- * behind a system-scope fence). Every spin also reads abort_word (mapped
+ * behind a system-scope fence; with HETCCL_WX_WRITE_RST then `n` to its
+ * write restart word, a restart's step, which moves nothing). Every spin also reads abort_word (mapped
  * host memory): once it is non-zero every wait passes and nothing more is
  * moved. prog: HETCCL_WX_BLOCKS 64-bit words of device memory, zero before
  * the first launch; gen grows by one per launch.
  */
 #define HETCCL_WX_TRACKS 8
-#define HETCCL_WX_STEPS 84
+#define HETCCL_WX_STEPS 80
 #define HETCCL_WX_BLOCKS 32 /* blocks of a launch, at most: all of them co-resident on any GPU here */
-enum { HETCCL_WX_WAIT_GEQ = 1, HETCCL_WX_WAIT_EQ = 2, HETCCL_WX_MOVE = 4, HETCCL_WX_WRITE = 8 };
+enum { HETCCL_WX_WAIT_GEQ = 1, HETCCL_WX_WAIT_RST = 2, HETCCL_WX_MOVE = 4, HETCCL_WX_WRITE = 8, HETCCL_WX_WRITE_RST = 16 };
 #define HETCCL_WX_COMBINE_SHIFT 8
 struct hetccl_wx_step {
   uint64_t buf, a, at;
   uint32_t n, wait, write, flags;
 };
 struct hetccl_wx_track {
-  uint64_t ring, wait_ctr, write_ctr; /* device addresses */
+  uint64_t ring, wait_ctr, write_ctr, wait_rst, write_rst; /* device addresses */
   uint32_t first, nsteps, block0, blocks, send, pad;
 };
 struct hetccl_wx_desc {
@@ -63,8 +65,8 @@ struct hetccl_wx_desc {
 };
 /* The kernel's argument: with AMD's 256 bytes of hidden arguments after
  * it, under the 4 KiB every CUDA and HIP version takes. */
-_Static_assert(sizeof(struct hetccl_wx_step) == 40 && sizeof(struct hetccl_wx_track) == 48 &&
-                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 48 + 84 * 40 && sizeof(struct hetccl_wx_desc) + 256 <= 4096,
+_Static_assert(sizeof(struct hetccl_wx_step) == 40 && sizeof(struct hetccl_wx_track) == 64 &&
+                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 64 + 80 * 40 && sizeof(struct hetccl_wx_desc) + 256 <= 4096,
                "struct hetccl_wx_desc must match reduce.cu's struct hk_wx_desc");
 
 struct hetccl_device_ops {
@@ -154,7 +156,9 @@ struct hetccl_device_ops {
   /*
    * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of
    * hetccl_host_reduce: A scales by op->scalar when HETCCL_REDUCE_SCALE_A is
-   * given and op->premul is set; HETCCL_REDUCE_FINISH then applies op->postdiv.
+   * given and op->premul is set (by the scalar at op->scalar_at, device
+   * memory, read when the reduction runs, when that is set: a PreMulSum of
+   * device residence); HETCCL_REDUCE_FINISH then applies op->postdiv.
    * b == NULL: no combine, dst[i] = A(a[i]) (finished), so the host's
    * prepare and finish are reduce(d, a, NULL, .., SCALE_A) and
    * reduce(buf, buf, NULL, .., FINISH). b may be the device address of
@@ -191,8 +195,8 @@ struct hetccl_device_ops {
 /* stream_wait_value32() conditions. */
 enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
 
-/* ops[0..n) on `stream` in order: one call where the kind batches them,
- * else one call each. */
+/* ops[0..n) on `stream` in order: one call per HETCCL_MEMOPS_MAX where the
+ * kind batches them, else one call each. */
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
                                const struct hetccl_memop32 *ops, int n);
 /* The same, one stream_wait_value32 / stream_write_value32 call each. */

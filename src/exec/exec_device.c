@@ -2,9 +2,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/progress.h"
 #include "exec/window.h"
+#include "transport/link_devmem.h"
 #include "transport/transport.h"
 #include "util/array.h"
 #include "util/error.h"
@@ -14,10 +16,23 @@
 #include "util/trace.h"
 #include "util/wait.h"
 
+/* A link's registration of device staging (transport/link_devmem.h). */
+struct dreg {
+  hetccl_link *link;
+  const struct hetccl_link_devmem_ops *ops;
+  void *handle;
+};
+
 struct dbuf {
   void *host;  /* pinned staging: the CPU's address; device scratch: NULL */
   void *dev;   /* the device's address */
   size_t bytes;
+  /* Device staging of links that move device memory: its dma-buf (open
+   * while fd_open) and the links that registered it. */
+  int fd, fd_open;
+  size_t fd_offset;
+  struct dreg *regs;
+  int nregs, regs_cap;
 };
 
 /* Memory replaced while stream work may still use it: freed once `event`
@@ -32,9 +47,14 @@ struct hetccl_dexec {
   int device;
   int64_t timeout_ms;
   struct hetccl_progress *engine;
-  void *flag;
   struct dbuf scratch[HETCCL_EXEC_SCRATCH_SLOTS];
   struct dbuf send, recv;  /* pinned, device-mapped staging of one link phase */
+  /* Device staging of the transfers whose links move device memory
+   * (link_devmem.h): no host copy at all. */
+  struct dbuf dsend, drecv;
+  int direct_ok;           /* this kind exports dma-bufs and HETCCL_NET_DEVICE_MEMORY allows it */
+  hetccl_link **direct_logged; /* links whose choice was logged (one line per link) */
+  int ndirect_logged, direct_logged_cap;
   struct retired *ret;
   int nret, ret_cap;
   void *done_event;        /* recorded after the last phase's stream work */
@@ -59,6 +79,10 @@ struct hetccl_dexec {
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
 
 static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
+  /* Links forget device staging before it is freed (link_devmem.h). */
+  for (int i = 0; i < b->nregs; i++) b->regs[i].ops->remove(b->regs[i].link, b->regs[i].handle);
+  free(b->regs);
+  if (b->fd_open) close(b->fd);
   if (b->host) {
     hetccl_transport_forget_range(b->host, b->bytes); /* links registered it (ofi): not past its free */
     d->dev->host_free(b->host);
@@ -196,6 +220,7 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   d->dev = dev;
   d->device = device;
   d->timeout_ms = timeout_ms;
+  d->direct_ok = hetccl_params()->net_device_memory && dev->can_dmabuf && dev->dmabuf_export && dev->can_dmabuf(device);
   hetcclResult_t rc = dev->event_create(device, &d->done_event);
   if (rc != hetcclSuccess) {
     d->done_event = NULL;
@@ -205,7 +230,6 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   if (rc != hetcclSuccess) goto fail;
   rc = open_windows(d, links, nranks);
   if (rc != hetcclSuccess) goto fail;
-  d->flag = hetccl_progress_flag(d->engine);
   *out = d;
   return hetcclSuccess;
 fail:
@@ -217,12 +241,50 @@ fail:
  * reads aligned elements whatever the sizes of the transfers before it. */
 static size_t staged_span(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Staged (engine) bytes of a phase in one direction. */
-static size_t staged_bytes(struct hetccl_dexec *d, const struct hetccl_phase *ph, int send) {
+/* The link's device-memory extension when a staged transfer over it moves
+ * device memory itself (transport/link_devmem.h): its staging is then
+ * device memory (dsend, drecv), not pinned host memory. Logged once per link. */
+static const struct hetccl_link_devmem_ops *direct_of(struct hetccl_dexec *d, hetccl_link *l) {
+  if (!d->direct_ok) return NULL;
+  const struct hetccl_link_devmem_ops *o = hetccl_link_devmem(l, d->dev->name);
+  for (int i = 0; i < d->ndirect_logged; i++)
+    if (d->direct_logged[i] == l) return o;
+  if (hetccl_array_room((void **)&d->direct_logged, &d->direct_logged_cap, d->ndirect_logged,
+                        sizeof *d->direct_logged, 8, "logged links") == hetcclSuccess) {
+    d->direct_logged[d->ndirect_logged++] = l;
+    HETCCL_INFO("GPU rank: link to rank %d moves %s: %s", l->peer,
+                o ? "device memory directly (GPU staging registered with the link by dma-buf)"
+                  : "GPU data through pinned host staging",
+                o ? "no host copy" : "the link takes no device memory of this kind");
+  }
+  return o;
+}
+
+/* Staged (engine) bytes of a phase in one direction, through host staging
+ * (direct 0) or device staging (direct 1). */
+static size_t staged_bytes(struct hetccl_dexec *d, const struct hetccl_phase *ph, int send, int direct) {
   size_t t = 0;
   for (int i = 0; i < ph->n; i++)
-    if (ph->x[i].send == send && !window_of(d, ph->x[i].link)) t += staged_span(ph->x[i].bytes);
+    if (ph->x[i].send == send && !window_of(d, ph->x[i].link) && !direct_of(d, ph->x[i].link) == !direct)
+      t += staged_span(ph->x[i].bytes);
   return t;
+}
+
+/* Device staging registered with `l` (once per allocation and link): its
+ * dma-buf is exported once per allocation. */
+static hetcclResult_t direct_register(struct hetccl_dexec *d, struct dbuf *b, hetccl_link *l,
+                                      const struct hetccl_link_devmem_ops *o) {
+  for (int i = 0; i < b->nregs; i++)
+    if (b->regs[i].link == l) return hetcclSuccess;
+  if (!b->fd_open) {
+    HETCCL_TRY(d->dev->dmabuf_export(b->dev, b->bytes, &b->fd, &b->fd_offset));
+    b->fd_open = 1;
+  }
+  HETCCL_TRY(hetccl_array_room((void **)&b->regs, &b->regs_cap, b->nregs, sizeof *b->regs, 4, "staging registrations"));
+  void *h = NULL;
+  HETCCL_TRY(o->add(l, b->dev, b->bytes, b->fd, b->fd_offset, &h));
+  b->regs[b->nregs++] = (struct dreg){l, o, h};
+  return hetcclSuccess;
 }
 
 /* Window sends on the send stream, after the operation's stream has reached
@@ -377,40 +439,53 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
   int staged = 0;
   for (int i = 0; i < ph->n; i++) staged |= !window_of(d, ph->x[i].link);
   if (!staged) return hetcclSuccess;
-  HETCCL_TRY(ensure(d, &d->send, staged_bytes(d, ph, 1), 1, stream));
-  HETCCL_TRY(ensure(d, &d->recv, staged_bytes(d, ph, 0), 1, stream));
+  size_t hsend = staged_bytes(d, ph, 1, 0), hrecv = staged_bytes(d, ph, 0, 0);
+  size_t dsend = staged_bytes(d, ph, 1, 1), drecv = staged_bytes(d, ph, 0, 1);
+  HETCCL_TRY(ensure(d, &d->send, hsend, 1, stream));
+  HETCCL_TRY(ensure(d, &d->recv, hrecv, 1, stream));
+  HETCCL_TRY(ensure(d, &d->dsend, dsend, 0, stream));
+  HETCCL_TRY(ensure(d, &d->drecv, drecv, 0, stream));
   struct hetccl_progress_job *job;
   void *ev;
   int gate;
   HETCCL_TRY(hetccl_progress_begin(d->engine, &job));
-  if (staged_bytes(d, ph, 1) == 0) { /* no send chunk to serve as gate 0 */
+  if (hsend + dsend == 0) { /* no send chunk to serve as gate 0 */
     HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
     HETCCL_TRY(D->event_record(ev, stream));
   }
-  char *staging = d->send.host;
+  /* Host staging is addressed by the CPU's pointer, device staging by the
+   * device's: each is what the link reads and writes. */
+  char *staging = d->send.host, *dstaging = d->dsend.dev;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     if (!x->send || window_of(d, x->link)) continue;
+    const struct hetccl_link_devmem_ops *direct = direct_of(d, x->link);
+    if (direct) HETCCL_TRY(direct_register(d, &d->dsend, x->link, direct));
+    char *at = direct ? dstaging : staging;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
-      HETCCL_TRY(D->copy_async(staging + off, (const char *)x->src + off, n, stream));
-      HETCCL_TRACE_MARK(HETCCL_TK_STAGE, "stage to host", x->link->peer, n, 0);
+      HETCCL_TRY(D->copy_async(at + off, (const char *)x->src + off, n, stream));
+      HETCCL_TRACE_MARK(HETCCL_TK_STAGE, direct ? "stage on device" : "stage to host", x->link->peer, n, 0);
       HETCCL_TRY(hetccl_progress_event(d->engine, job, &ev, &gate));
       HETCCL_TRY(D->event_record(ev, stream));
-      HETCCL_TRY(hetccl_progress_add(job, x->link, staging + off, n, 1, gate, &x->sig));
+      HETCCL_TRY(hetccl_progress_add(job, x->link, at + off, n, 1, gate, &x->sig));
     }
-    staging += staged_span(x->bytes);
+    if (direct) dstaging += staged_span(x->bytes);
+    else staging += staged_span(x->bytes);
   }
-  char *landing = d->recv.host;
+  char *landing = d->recv.host, *dlanding = d->drecv.dev;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     if (x->send || window_of(d, x->link)) continue;
+    const struct hetccl_link_devmem_ops *direct = direct_of(d, x->link);
+    if (direct) HETCCL_TRY(direct_register(d, &d->drecv, x->link, direct));
+    char *at = direct ? dlanding : landing;
     size_t chunk = hetccl_link_chunk(x->bytes);
     for (size_t off = 0; off < x->bytes; off += chunk)
-      HETCCL_TRY(hetccl_progress_add(job, x->link, landing + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0,
-                                     &x->sig));
-    landing += staged_span(x->bytes);
+      HETCCL_TRY(hetccl_progress_add(job, x->link, at + off, hetccl_chunk_len(x->bytes, off, chunk), 0, 0, &x->sig));
+    if (direct) dlanding += staged_span(x->bytes);
+    else landing += staged_span(x->bytes);
   }
   hetccl_progress_submit(d->engine, job);
   *jobp = job;
@@ -422,32 +497,40 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
  * value instead (one driver call less per phase; a phase that receives
  * nothing staged waits for it alone). */
 static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
-                                   uint32_t base, uint32_t nrecv) {
+                                   void *flag, uint32_t base, uint32_t nrecv) {
   const struct hetccl_device_ops *D = d->dev;
   uint32_t k = 0;
-  size_t at = 0; /* offset in the receive staging */
+  size_t hat = 0, dat = 0; /* offsets in the host and device receive staging */
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     if (x->send || window_of(d, x->link)) continue;
+    int direct = direct_of(d, x->link) != NULL;
+    /* The device's addresses of where the link put it. */
+    const char *from = direct ? (char *)d->drecv.dev + dat : (char *)d->recv.dev + hat;
     size_t chunk = hetccl_link_chunk(x->bytes), esz = x->a ? hetccl_type_size(x->dt) : 1;
     for (size_t off = 0; off < x->bytes; off += chunk) {
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       k++;
       uint32_t want = k == nrecv ? base + nrecv + 1 : base + k;
-      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, want, HETCCL_WAIT_GEQ));
+      HETCCL_TRY(D->stream_wait_value32(stream, flag, want, HETCCL_WAIT_GEQ));
       HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait chunk", x->link->peer, n, want);
       if (x->a)
-        HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, (char *)d->recv.dev + at + off, n / esz,
-                             x->dt, &x->op, 0, stream));
+        HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, from + off, n / esz, x->dt, &x->op, 0,
+                             stream));
       else
-        HETCCL_TRY(D->copy_async((char *)x->dst + off, (char *)d->recv.host + at + off, n, stream));
-      HETCCL_TRACE_MARK(x->a ? HETCCL_TK_REDUCE : HETCCL_TK_STAGE, x->a ? "reduce from host" : "stage to device", x->link->peer, n, 0);
+        HETCCL_TRY(D->copy_async((char *)x->dst + off, direct ? from + off : (char *)d->recv.host + hat + off, n,
+                                 stream));
+      HETCCL_TRACE_MARK(x->a ? HETCCL_TK_REDUCE : HETCCL_TK_STAGE,
+                        x->a ? (direct ? "reduce from staging" : "reduce from host")
+                             : (direct ? "copy from staging" : "stage to device"),
+                        x->link->peer, n, 0);
     }
-    at += staged_span(x->bytes);
+    if (direct) dat += staged_span(x->bytes);
+    else hat += staged_span(x->bytes);
   }
   if (nrecv) return hetcclSuccess; /* the last chunk's wait was for the phase's final value */
   HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait phase", -1, 0, base + 1);
-  return D->stream_wait_value32(stream, d->flag, base + 1, HETCCL_WAIT_GEQ);
+  return D->stream_wait_value32(stream, flag, base + 1, HETCCL_WAIT_GEQ);
 }
 
 /* Stream order of one phase: window sends forked off; the engine's gate and
@@ -465,7 +548,9 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
   HETCCL_TRY(window_kernel_fits(d, ph, &kernel, &kernel_dt));
   if (!kernel) HETCCL_TRY(window_sends(d, ph, stream, &forked));
   HETCCL_TRY(engine_sends(d, ph, stream, &job));
-  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0; /* the slot is reused after submit */
+  /* The slot is reused after submit: what the waits need is read now. */
+  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0;
+  void *flag = job ? job->flag_dev : NULL;
   if (kernel) HETCCL_TRY(window_kernel(d, ph, kernel_dt, stream));
   for (int i = 0; i < ph->n && !kernel; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
@@ -473,7 +558,7 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
     if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
     if (w) HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "window receive", x->link->peer, x->bytes, 0);
   }
-  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
+  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, flag, base, nrecv));
   if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
   HETCCL_TRY(D->event_record(d->done_event, stream));
   d->last_stream = stream;
@@ -507,6 +592,8 @@ static int settle(struct hetccl_dexec *d) {
   return 1;
 }
 
+struct hetccl_progress *hetccl_dexec_engine(struct hetccl_dexec *d) { return d->engine; }
+
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (!d) return;
   hetccl_progress_destroy(d->engine, abort);
@@ -518,6 +605,8 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
     for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) dbuf_free(d, &d->scratch[s]);
     dbuf_free(d, &d->send);
     dbuf_free(d, &d->recv);
+    dbuf_free(d, &d->dsend);
+    dbuf_free(d, &d->drecv);
     reap(d);
     for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
     if (d->wx_prog) d->dev->mem_free(d->device, d->wx_prog);
@@ -532,6 +621,7 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (d->done_event) d->dev->event_destroy(d->done_event);
   free(d->win);
   free(d->ret);
+  free(d->direct_logged);
   free(d);
 }
 

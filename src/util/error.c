@@ -32,10 +32,14 @@ static const char *code_name(hetcclResult_t r) {
 }
 
 hetcclResult_t hetccl_error(hetcclResult_t code, const char *fmt, ...) {
+  /* Formatted aside first: callers often wrap the previous message
+   * (hetccl_last_error(), which is t_last itself) in the new one. */
+  char text[HETCCL_ERRMSG_BYTES];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(t_last, sizeof t_last, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  memcpy(t_last, text, sizeof t_last);
   pthread_mutex_lock(&g_lock);
   memcpy(g_last, t_last, sizeof g_last);
   pthread_mutex_unlock(&g_lock);

@@ -32,6 +32,9 @@ static const struct hetccl_setting g_items[] = {
      AT(small_bytes), .help = "below this size the engine uses latency algorithms"},
     {.name = "HETCCL_CHECK_CALLS", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1, .agreed = 1,
      AT(check_calls), .help = "1: ranks that disagree about a call fail with hetcclInvalidUsage; 0: unchecked"},
+    {.name = "HETCCL_NET_DEVICE_MEMORY", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1,
+     AT(net_device_memory),
+     .help = "1: a GPU rank's links that move device memory (ofi with FI_HMEM) send from GPU staging; 0: pinned host"},
     {.name = "HETCCL_TRANSPORT", .kind = HETCCL_SETTING_TEXT, .max_len = 32, .agreed = 1, AT(transport),
      .unset_means = "best per link", .help = "one transport for every link"},
     {.name = "HETCCL_DEVICE", .kind = HETCCL_SETTING_TEXT, .max_len = 32, AT(device_kind), .unset_means = "auto",
@@ -58,6 +61,11 @@ static const struct hetccl_setting g_items[] = {
                                 "writes and copies per chunk; auto 1 where the device kind has the kernel"},
     {.name = "HETCCL_WINDOW_KERNEL_BLOCKS", .kind = HETCCL_SETTING_INT, .dflt = "4", .min = 1, .max = 16,
      AT(window_kernel_blocks), .help = "blocks the window kernel gives one transfer, at most"},
+    /* 2^31 values: the flag stays at or below 2^31, where unsigned (HIP) and
+     * wrap-around (CUDA) waits agree (exec/progress.h, "Epochs"). */
+    {.name = "HETCCL_PROGRESS_EPOCH", .kind = HETCCL_SETTING_INT, .dflt = "2147483648", .min = 1,
+     .max = (int64_t)1 << 31, AT(progress_epoch),
+     .help = "values of the progress engine's flag before it restarts from 0 on its other word (lower only to test)"},
 };
 #undef AT
 

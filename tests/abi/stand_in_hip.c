@@ -588,6 +588,9 @@ EXPORT int hipModuleLaunchKernel(struct kernel *k, unsigned gx, unsigned gy, uns
     o.redop.scalar = *(unsigned long long *)args[4];
     o.redop.combine = *(int *)args[5];
     o.premul = *(int *)args[6];
+    if (o.premul == 2) /* the kernels' HK_PREMUL_AT: args[4] holds the scalar's address, read as it runs */
+      o.redop.scalar_at = (const void *)(uintptr_t)o.redop.scalar;
+    o.premul = o.premul != 0;
     o.redop.premul = o.premul;
   } else {
     o.kind = OP_FINISH;

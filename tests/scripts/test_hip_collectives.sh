@@ -28,6 +28,10 @@
 #   hip:d0,hip:d1,host with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
 #                         restarted with their handshake every 4 KiB, on the
 #                         hip pair's window and on the hip-host windows)
+#   hip,host and hip:d0,hip:d1,host staged (HETCCL_SHM_WINDOW_BYTES=0) with
+#                         HETCCL_PROGRESS_EPOCH=1 (the progress engine's
+#                         flag starts an epoch on its other word at every
+#                         staged phase; exec/progress.h)
 # The hip ranks move their device-window transfers with the window kernel
 # (HETCCL_WINDOW_KERNEL, auto: on for hip; the stand-in runs its host build,
 # a thread per block) unless a run says HETCCL_WINDOW_KERNEL=0 (stream
@@ -82,6 +86,11 @@ run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
 # The window counters restart every 4 KiB instead of 512 GiB (exec/window.c:
 # the handshake that keeps them from wrapping, which HIP's unsigned waits,
 # modelled by the stand-in, would not survive).
+# The progress engine's flag restarts at every staged phase instead of
+# after 2^31 values (exec/progress.h, "Epochs"), under the stand-in's
+# unsigned waits.
+run 6 0 0,1,7,1023,65539 hip,host HETCCL_PROGRESS_EPOCH=1
+run 6 0 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_PROGRESS_EPOCH=1
 run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=1
 run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=1
 run 6 "" 1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=0

@@ -18,9 +18,9 @@
  *    it waits for the others' reports): a send track of three blocks
  *    striping two odd-sized chunks into a ring at their places, the
  *    counter it writes, a reducing receive track of two blocks (float sum
- *    against the host reduction), a copying one, and a launch whose wait
- *    (==) never passes, released by the abort word: nothing moved or
- *    written.
+ *    against the host reduction), a copying one with a restart's step
+ *    (the counter to 0, then the restart word), and a launch whose wait
+ *    never passes, released by the abort word: nothing moved or written.
  * NaN results are compared bit for bit too: on the host both sides compute
  * the same operations in the same order (the GPUs' canonical NaNs are what
  * the contract leaves open, not this).
@@ -340,18 +340,23 @@ static void check_window(void) {
   d.s[0] = (struct hk_wx_step){.buf = addr(dst), .a = addr(acc), .at = 0, .n = 1100, .wait = 5, .write = 5,
                                .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE | HK_SUM << 8};
   uint32_t produced2 = 3, consumed2 = 0;
+  uint32_t produced_resets = 4, consumed_resets = 0;
   d.t[1] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&produced2), .write_ctr = addr(&consumed2),
-                                .first = 1, .nsteps = 1, .block0 = 2, .blocks = 1, .send = 0};
+                                .wait_rst = addr(&produced_resets), .write_rst = addr(&consumed_resets),
+                                .first = 1, .nsteps = 2, .block0 = 2, .blocks = 1, .send = 0};
   d.s[1] = (struct hk_wx_step){.buf = addr(dst + 2048), .at = 1280, .n = 999, .wait = 3, .write = 3,
                                .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE};
+  d.s[2] = (struct hk_wx_step){.n = 4, .wait = 4, .write = 0, .flags = HK_WX_WAIT_RST | HK_WX_WRITE | HK_WX_WRITE_RST};
   run_window(hetccl_window_float32, &d);
   hetccl_redop op = {.combine = HETCCL_COMBINE_SUM};
   hetccl_host_reduce(ref, acc, 0, ring, 1100 / 4, hetcclFloat32, &op);
   CHECK(memcmp(dst, ref, 1100) == 0, "window receive: dst = a + ring (float sum)");
   CHECK(memcmp(dst + 2048, src + 1100, 999) == 0, "window receive: copied out");
-  CHECK(consumed == 5 && consumed2 == 3, "window receive: consumed %u and %u, want 5 and 3", consumed, consumed2);
+  CHECK(consumed == 5, "window receive: consumed %u, want 5", consumed);
+  CHECK(consumed2 == 0 && consumed_resets == 4, "window restart: consumed %u (want 0), its restart word %u (want 4)",
+        consumed2, consumed_resets);
 
-  /* A wait that never passes (== 12345): the abort word releases it; nothing moves or is written. */
+  /* A wait that never passes (>= 12345): the abort word releases it; nothing moves or is written. */
   memset(dst, 0x5a, sizeof dst);
   abort_word = 1;
   d.gen = 3;
@@ -360,7 +365,7 @@ static void check_window(void) {
   d.t[0] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&produced), .write_ctr = addr(&consumed),
                                 .first = 0, .nsteps = 1, .block0 = 0, .blocks = 1, .send = 0};
   d.s[0] = (struct hk_wx_step){.buf = addr(dst), .at = 0, .n = 1100, .wait = 12345, .write = 77,
-                               .flags = HK_WX_WAIT_EQ | HK_WX_MOVE | HK_WX_WRITE};
+                               .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE};
   run_window(hetccl_window_uint8, &d);
   CHECK(dst[0] == 0x5a && dst[1099] == 0x5a && consumed == 5, "window abort: nothing moved (dst 0x%02x), nothing written (consumed %u)",
         dst[0], consumed);

@@ -24,6 +24,7 @@ extern const char hetccl_kernels_cuda_arch_list[] __attribute__((visibility("hid
 #define KERNEL_BLOCKS_PER_SM 4
 #define MAX_CONTEXTS 64
 
+#ifdef HETCCL_HAVE_CUDA_KERNELS
 /* Kernel name suffixes, indexed by hetcclDataType_t. */
 static const char *const g_type_names[hetcclNumTypes] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
@@ -42,6 +43,7 @@ struct kernel_module {
 static struct kernel_module g_modules[MAX_CONTEXTS];
 static int g_nmodules;
 static pthread_mutex_t g_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 
 const char *hetccl_kernels_cuda_archs(void) {
 #ifdef HETCCL_HAVE_CUDA_KERNELS
@@ -164,6 +166,10 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
   HETCCL_TRY(module_for_current(cu, &m));
   unsigned blocks = grid_for(m, count, hetccl_type_size(dt));
   unsigned long long n = count, scalar = op->scalar;
+  if (premul && op->scalar_at) { /* device residence: the kernel reads it in stream order */
+    premul = 2;
+    scalar = (unsigned long long)(uintptr_t)op->scalar_at;
+  }
   int combine = op->combine, divisor = op->divisor;
   const void *fin_src = a;
   if (b || premul) {

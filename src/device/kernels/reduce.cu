@@ -237,7 +237,18 @@ static inline hk_v4 hk_host_vld(const void *p, hk_u64 i) {
 #define HK_MAX 2
 #define HK_MIN 3
 #define HK_PREMUL 1 /* scale a by the scalar */
+#define HK_PREMUL_AT 2 /* scale a by the scalar stored at the address `scalar` holds (device residence) */
 #define HK_FINISH 2 /* divide the result by the divisor */
+
+/* The premul scalar's bits: `scalar` itself, or (HK_PREMUL_AT) the `bytes`
+ * little-endian bytes at the address it holds, read as the kernel runs. */
+HK_DEV hk_u64 hk_scalar_bits(hk_u64 scalar, int premul, int bytes) {
+  if (premul != HK_PREMUL_AT) return scalar;
+  const unsigned char *p = (const unsigned char *)scalar;
+  hk_u64 raw = 0;
+  for (int i = 0; i < bytes; i++) raw |= (hk_u64)p[i] << (8 * i);
+  return raw;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Narrow float conversions (same method as the host's fp_convert.h).     */
@@ -628,7 +639,7 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     K##_t *d = (K##_t *)dst;                                                                       \
     const K##_t *a = (const K##_t *)src_a;                                                         \
     const K##_t *b = (const K##_t *)src_b;                                                         \
-    K##_ct s = K##_scalar(scalar);                                                                 \
+    K##_ct s = K##_scalar(hk_scalar_bits(scalar, premul, (int)sizeof(K##_t)));                   \
     const hk_u64 tid0 = HK_TID(), nth0 = HK_NTHREADS();                                            \
     switch (combine) {                                                                             \
       case HK_SUM: K##_range_sum(d, a, b, n, premul, s, tid0, nth0); break;                                    \
@@ -669,33 +680,36 @@ HK_TYPE_KERNELS(float8e5m2, e5m2)
 /* Tracks are lanes (one direction's ring of a window and its counters);  */
 /* a track's blocks (block0 .. block0 + blocks - 1) walk its steps, the   */
 /* chunks of its transfers in phase order. A step: wait (the track's wait */
-/* counter >= or == `wait`), move (send: `n` bytes from buf to ring + at; */
+/* counter, or its wait restart word, >= `wait`), move (send: `n` bytes   */
+/* from buf to ring + at;                                                 */
 /* receive: from ring + at to buf, or buf = a op ring when a is set, with */
 /* the combine in flags bits 8..15), write (`write` to the track's write  */
-/* counter, once every block's                                            */
+/* counter, then `n` to its restart word for a restart's step, once      */
+/* every block's                                                          */
 /* part of the moves before it is out, behind a system-scope fence).      */
 /* Each block moves its stripe of each move; the track's first block      */
 /* writes the counters after the others report (prog: one word per block */
 /* in device memory, gen << 20 | step + 1, so no reset between launches). */
 /* Every spin also reads the abort word: once set (abort, lost peer)      */
-/* every wait passes and nothing more is moved. Waits compare unsigned:   */
-/* counters stay below 2^31 plus a lane (window.h), where unsigned and    */
-/* wrap-around comparisons agree. The layout is struct hetccl_wx_desc of  */
+/* every wait passes and nothing more is moved. Waits are >=, unsigned:   */
+/* the values waited for lie in [1, 2^31] (window.c), where unsigned and  */
+/* wrap-around comparisons agree, and a release's 2^31 ends every one. The layout is struct hetccl_wx_desc of  */
 /* src/device/device.h, byte for byte.                                    */
 
 #define HK_WX_TRACKS 8
-#define HK_WX_STEPS 84
-#define HK_WX_WAIT_GEQ 1u
-#define HK_WX_WAIT_EQ 2u
+#define HK_WX_STEPS 80
+#define HK_WX_WAIT_GEQ 1u /* the counter */
+#define HK_WX_WAIT_RST 2u /* the restart word */
 #define HK_WX_MOVE 4u
 #define HK_WX_WRITE 8u
+#define HK_WX_WRITE_RST 16u /* after the counter: the restart word = n */
 
 struct hk_wx_step {
   hk_u64 buf, a, at; /* device addresses of the chunk in the transfer's buffers; its offset in the ring */
   hk_u32 n, wait, write, flags;
 };
 struct hk_wx_track {
-  hk_u64 ring, wait_ctr, write_ctr; /* device addresses */
+  hk_u64 ring, wait_ctr, write_ctr, wait_rst, write_rst; /* device addresses */
   hk_u32 first, nsteps, block0, blocks, send, pad;
 };
 struct hk_wx_desc {
@@ -705,11 +719,10 @@ struct hk_wx_desc {
   struct hk_wx_step s[HK_WX_STEPS];
 };
 
-/* Thread 0 of a block: 1 once *ctr >= want (== want: eq), 0 on abort. */
-HK_DEV int hk_wx_wait(hk_u64 abort_word, hk_u64 ctr, hk_u32 want, int eq) {
+/* Thread 0 of a block: 1 once *ctr >= want, 0 on abort. */
+HK_DEV int hk_wx_wait(hk_u64 abort_word, hk_u64 ctr, hk_u32 want) {
   for (unsigned spins = 0;; spins++) {
-    hk_u32 v = HK_LD32(ctr);
-    if (eq ? v == want : v >= want) return 1;
+    if (HK_LD32(ctr) >= want) return 1;
     if (HK_LD32(abort_word)) return 0;
     HK_PAUSE(spins);
   }
@@ -778,9 +791,9 @@ HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 n
     HK_SYNC();                                                                                            \
     for (hk_u32 k = 0; k < T->nsteps; k++) {                                                              \
       const struct hk_wx_step *S = &D.s[T->first + k];                                                    \
-      if (S->flags & (HK_WX_WAIT_GEQ | HK_WX_WAIT_EQ)) {                                                  \
-        if (tid0 == 0 && hk_go && !hk_wx_wait(D.abort_word, T->wait_ctr, S->wait, (S->flags & HK_WX_WAIT_EQ) != 0)) \
-          hk_go = 0;                                                                                      \
+      if (S->flags & (HK_WX_WAIT_GEQ | HK_WX_WAIT_RST)) {                                                 \
+        const hk_u64 word = (S->flags & HK_WX_WAIT_RST) ? T->wait_rst : T->wait_ctr;                      \
+        if (tid0 == 0 && hk_go && !hk_wx_wait(D.abort_word, word, S->wait)) hk_go = 0;                    \
         HK_SYNC();                                                                                        \
         HK_FENCE_SYS(); /* what the counter announced, seen by every thread */                            \
       }                                                                                                   \
@@ -810,7 +823,7 @@ HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 n
           }                                                                                               \
         }                                                                                                 \
       }                                                                                                   \
-      if (S->flags & HK_WX_WRITE) {                                                                       \
+      if (S->flags & (HK_WX_WRITE | HK_WX_WRITE_RST)) {                                                   \
         HK_FENCE_SYS(); /* this thread's part of the moves is out */                                      \
         HK_SYNC();                                                                                        \
         if (tid0 == 0) {                                                                                  \
@@ -819,7 +832,11 @@ HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 n
             HK_ST64(D.prog + 8 * (hk_u64)blk, tag);                                                       \
           } else if (hk_go && hk_wx_wait_blocks(D.abort_word, D.prog, T->block0, T->blocks, tag)) {       \
             HK_FENCE_SYS(); /* the other blocks' parts, which their reports announced */                  \
-            HK_ST32(T->write_ctr, S->write);                                                              \
+            if (S->flags & HK_WX_WRITE) HK_ST32(T->write_ctr, S->write);                                  \
+            if (S->flags & HK_WX_WRITE_RST) {                                                             \
+              HK_FENCE_SYS(); /* the counter's reset before the restart word that announces it */         \
+              HK_ST32(T->write_rst, S->n);                                                                \
+            }                                                                                             \
           } else {                                                                                        \
             hk_go = 0;                                                                                    \
           }                                                                                               \
