@@ -10,7 +10,11 @@
  * "Device" memory is host memory. Each stream is a thread running its queue
  * in order; stream waits spin on host memory; events count records; a module
  * is accepted only from an image starting with STAND_IN_HIP_IMAGE_MARKER,
- * and its kernels run the host reduction (src/device/reduce.h).
+ * and its kernels run the host reduction (src/device/reduce.h), except the
+ * window kernels (hetccl_window_<type>), which run their host build
+ * (src/device/kernels/reduce.cu as C), each block on a thread of its own
+ * (their blocks spin on counters other blocks, streams and processes
+ * write), the stream's thread waiting for all of them.
  * hipLaunchHostFunc queues a host function in stream order (the stand-in
  * RCCL runs its collectives so). A wait compares as HIP's does: the masked
  * value unsigned, Gte without wrap-around (src/device/hip/README.md).
@@ -28,6 +32,16 @@
 #include <time.h>
 
 #include "device/reduce.h"
+
+/* The kernels' host build, for the window kernels: one thread per block. */
+static _Thread_local unsigned t_block;
+static void kernel_pause(unsigned n);
+#define HK_KERNEL(name) __attribute__((unused)) static void name
+#define HK_TID() 0ull
+#define HK_NTHREADS() 1ull
+#define HK_BLOCK() t_block
+#define HK_PAUSE(n) kernel_pause(n)
+#include "device/kernels/reduce.cu"
 
 /* tests/abi/CMakeLists.txt builds it with 5 and with 6; alone, ROCm 6. */
 #ifndef STAND_IN_ROCM_MAJOR
@@ -282,14 +296,20 @@ EXPORT int hipEventQuery(struct ihipEvent_t *e) {
 /* ---- kernels ---- */
 
 struct kernel {
-  int finish; /* hetccl_finish_<type>, else hetccl_reduce_<type> */
+  int finish; /* 1: hetccl_finish_<type>, 2: hetccl_window_<type>, else hetccl_reduce_<type> */
   hetcclDataType_t dt;
+};
+typedef void (*window_fn)(const struct hk_wx_desc);
+static const window_fn g_window_fns[hetcclNumTypes] = {
+    hetccl_window_int8,    hetccl_window_uint8,   hetccl_window_int32,    hetccl_window_uint32,
+    hetccl_window_int64,   hetccl_window_uint64,  hetccl_window_float16,  hetccl_window_float32,
+    hetccl_window_float64, hetccl_window_bfloat16, hetccl_window_float8e4m3, hetccl_window_float8e5m2,
 };
 static const char *const g_type_names[hetcclNumTypes] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2",
 };
-static struct kernel g_kernels[2][hetcclNumTypes];
+static struct kernel g_kernels[3][hetcclNumTypes];
 static int g_module; /* the one module handle's target */
 
 EXPORT int hipModuleLoadData(void **module, const void *image) {
@@ -300,9 +320,9 @@ EXPORT int hipModuleLoadData(void **module, const void *image) {
 }
 EXPORT int hipModuleGetFunction(struct kernel **fn, void *module, const char *name) {
   if (module != &g_module) return E_INVALID_VALUE;
-  for (int f = 0; f < 2; f++)
+  for (int f = 0; f < 3; f++)
     for (int t = 0; t < hetcclNumTypes; t++) {
-      const char *prefix = f ? "hetccl_finish_" : "hetccl_reduce_";
+      const char *prefix = f == 2 ? "hetccl_window_" : f ? "hetccl_finish_" : "hetccl_reduce_";
       size_t n = strlen(prefix);
       if (!strncmp(name, prefix, n) && !strcmp(name + n, g_type_names[t])) {
         g_kernels[f][t] = (struct kernel){f, (hetcclDataType_t)t};
@@ -315,7 +335,7 @@ EXPORT int hipModuleGetFunction(struct kernel **fn, void *module, const char *na
 
 /* ---- streams: one thread each, running their queue in order ---- */
 
-enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH, OP_HOST_FUNC };
+enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH, OP_HOST_FUNC, OP_WINDOW };
 struct op {
   enum op_kind kind;
   void *dst;
@@ -329,6 +349,7 @@ struct op {
   hetccl_redop redop;
   int premul;
   void (*host_fn)(void *);
+  struct hk_wx_desc *desc; /* OP_WINDOW: the launch's copy of its argument; blocks in bytes */
   struct op *next;
 };
 
@@ -350,6 +371,33 @@ static void spin(unsigned *n) {
     struct timespec nap = {0, 20000};
     nanosleep(&nap, NULL);
   }
+}
+
+static void kernel_pause(unsigned n) { spin(&n); }
+
+struct block_run {
+  const struct op *o;
+  unsigned block;
+};
+static void *window_block(void *arg) {
+  struct block_run *b = arg;
+  t_block = b->block;
+  g_window_fns[b->o->dt](*b->o->desc);
+  return NULL;
+}
+
+/* A window kernel: every block at once (they wait on each other), the
+ * stream going on once all have returned, as after a kernel. */
+static void run_window(struct op *o) {
+  unsigned n = (unsigned)o->bytes;
+  pthread_t th[64];
+  struct block_run br[64];
+  for (unsigned b = 0; b < n; b++) {
+    br[b] = (struct block_run){o, b};
+    if (pthread_create(&th[b], NULL, window_block, &br[b]) != 0) abort(); /* a test tool: no way to report it */
+  }
+  for (unsigned b = 0; b < n; b++) pthread_join(th[b], NULL);
+  free(o->desc);
 }
 
 static void run(struct op *o) {
@@ -375,6 +423,7 @@ static void run(struct op *o) {
         hetccl_host_prepare(o->dst, o->src, o->bytes, o->dt, &o->redop);
       break;
     case OP_HOST_FUNC: o->host_fn(o->dst); break;
+    case OP_WINDOW: run_window(o); break;
     case OP_FINISH:
       if (o->dst != o->src) memmove(o->dst, o->src, o->bytes * hetccl_type_size(o->dt));
       hetccl_host_finish(o->dst, o->bytes, o->dt, &o->redop);
@@ -519,6 +568,17 @@ EXPORT int hipModuleLaunchKernel(struct kernel *k, unsigned gx, unsigned gy, uns
   if (!k || !args || extra || !gx || gy != 1 || gz != 1 || bx != 512 || by != 1 || bz != 1 || shared)
     return E_INVALID_VALUE;
   struct op o = {.dt = k->dt};
+  if (k->finish == 2) {
+    if (gx > 64) return E_INVALID_VALUE;
+    o.kind = OP_WINDOW;
+    o.bytes = gx;
+    o.desc = malloc(sizeof *o.desc);
+    if (!o.desc) return E_OUT_OF_MEMORY;
+    memcpy(o.desc, args[0], sizeof *o.desc);
+    int rc = enqueue(s, &o);
+    if (rc != E_OK) free(o.desc);
+    return rc;
+  }
   if (!k->finish) {
     o.kind = OP_REDUCE;
     o.dst = *(void **)args[0];
