@@ -78,6 +78,7 @@ struct hetccl_comm {
   /* Domains: ranks grouped by (device kind, label), numbered by first rank. */
   int ndomains;
   int *domain_of;                   /* [nranks] */
+  unsigned char *host_rank;         /* [nranks] 1: that rank's kind is host memory (no device) */
   int my_domain;
   int domain_rank;                  /* this rank's index within its domain */
   int domain_size;

@@ -106,6 +106,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .device_kind = c->device_kind,
       .ndomains = c->ndomains,
       .domain_of = c->domain_of,
+      .host_rank = c->host_rank,
       .my_domain = c->my_domain,
       .domain_rank = c->domain_rank,
       .domain_size = c->domain_size,

@@ -27,6 +27,12 @@ hetcclResult_t hetccl_domains_build(struct hetccl_comm *c) {
     if (c->domain_of[r] < 0) c->domain_of[r] = c->ndomains++;
   }
   c->my_domain = c->domain_of[c->rank];
+  c->host_rank = calloc((size_t)n, 1);
+  if (!c->host_rank) return hetccl_error(hetcclSystemError, "out of memory for the domain table");
+  for (int r = 0; r < n; r++) { /* a kind without streams runs on the calling thread: host memory */
+    const struct hetccl_device_ops *o = hetccl_device_get(c->infos[r].device_kind);
+    c->host_rank[r] = o && !o->stream_create;
+  }
   /* The domain's library: every rank of a domain has its kind, so all choose alike. */
   c->ccl_id = hetccl_ccl_choose(c->device_kind);
   c->domain_size = 0;
@@ -104,6 +110,8 @@ fail:
 
 void hetccl_domains_free(struct hetccl_comm *c) {
   free(c->domain_of);
+  free(c->host_rank);
+  c->host_rank = NULL;
   free(c->domain_members);
   free(c->domain_links);
   c->domain_of = c->domain_members = NULL;

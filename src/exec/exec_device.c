@@ -70,6 +70,7 @@ struct hetccl_dexec {
    * mapped), its blocks' progress words (device memory, zeroed on the
    * stream before the first launch) and the launch count. */
   int wx_on, wx_zeroed;
+  unsigned char *host_peer;    /* [nranks] 1: that peer's window end is its CPU (hetccl_dexec_host_peers) */
   struct hetccl_wx_desc wx;
   void *wx_abort_host, *wx_abort_dev;
   void *wx_prog;
@@ -77,6 +78,22 @@ struct hetccl_dexec {
 };
 
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
+
+void hetccl_dexec_host_peers(struct hetccl_dexec *d, const unsigned char *host_rank) {
+  if (!d || d->host_peer || !(d->host_peer = malloc((size_t)d->nranks))) return;
+  memcpy(d->host_peer, host_rank, (size_t)d->nranks);
+}
+
+/* HETCCL_WINDOW_KERNEL=auto takes the kernel for a phase whose window
+ * transfers all go to host ranks (their CPU drives the other end) and are
+ * at most this size. Measured on an H200 (BENCHMARKS.md, "window kernel"):
+ * cuda + host rank AllReduce at 8 B 9.3 us against 12.9 us with stream
+ * waits, but at 256 KiB 59 against 48 us and at 8 MiB 20 % less bandwidth
+ * (the kernel's copies run on the GPU's cores, the memop path's on copy
+ * engines); between two GPU processes sharing one GPU a spinning kernel
+ * holds it for whole time slices (8 B: 2.3 ms against 0.2 ms). GPU peers on
+ * GPUs of their own were not measured, so they keep stream waits. */
+#define WINDOW_KERNEL_AUTO_MAX ((size_t)64 << 10)
 
 static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
   /* Links forget device staging before it is freed (link_devmem.h). */
@@ -353,11 +370,14 @@ static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct he
   *fits = 0;
   *dt = hetcclUint8;
   if (!d->wx_on) return hetcclSuccess;
+  int automatic = hetccl_params()->window_kernel == HETCCL_WINDOW_KERNEL_AUTO;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     struct hetccl_dlane *l, *o;
     HETCCL_TRY(lane_of(d, x, &l));
     if (!l) continue;
+    if (automatic && (x->bytes > WINDOW_KERNEL_AUTO_MAX || !d->host_peer || !d->host_peer[x->link->peer]))
+      return hetcclSuccess;
     int k, shared = 0;
     HETCCL_TRY(hetccl_dwin_kernel_steps(window_of(d, x->link), x->send, x->bytes, &k));
     for (int j = 0; j < i && !shared; j++) {
@@ -619,6 +639,7 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (d->fork_event) d->dev->event_destroy(d->fork_event);
   if (d->join_event) d->dev->event_destroy(d->join_event);
   if (d->done_event) d->dev->event_destroy(d->done_event);
+  free(d->host_peer);
   free(d->win);
   free(d->ret);
   free(d->direct_logged);

@@ -17,6 +17,10 @@
 struct hetccl_dexec;
 
 /* links[nranks]: the communicator's links; those with a device window are mapped at first use. */
+/* Which peers are host-memory ranks ([nranks], 1: yes): their end of a
+ * device window is their CPU, which the window kernel's automatic choice
+ * (HETCCL_WINDOW_KERNEL=auto) takes into account. Unset: none is. */
+void hetccl_dexec_host_peers(struct hetccl_dexec *d, const unsigned char *host_rank);
 hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                    atomic_int *error_out, hetccl_link *const *links, int nranks, struct hetccl_dexec **out);
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d);

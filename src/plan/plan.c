@@ -51,6 +51,7 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
       hetccl_plan_state_free(st, 0);
       return rc;
     }
+    if (t->host_rank) hetccl_dexec_host_peers(st->ex.dexec, t->host_rank);
   }
   *out = st;
   return hetcclSuccess;

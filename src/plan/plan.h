@@ -21,6 +21,7 @@ struct hetccl_topology {
   int device_kind;               /* this rank's (enum hetccl_device_kind) */
   int ndomains;
   const int *domain_of;          /* [nranks] */
+  const unsigned char *host_rank; /* [nranks] 1: a rank of host memory, whose window end is its CPU (exec/hwin.h) */
   int my_domain;
   int domain_rank;
   int domain_size;

@@ -32,12 +32,13 @@
 #                         HETCCL_PROGRESS_EPOCH=1 (the progress engine's
 #                         flag starts an epoch on its other word at every
 #                         staged phase; exec/progress.h)
-# The hip ranks move their device-window transfers with the window kernel
-# (HETCCL_WINDOW_KERNEL, auto: on for hip; the stand-in runs its host build,
-# a thread per block) unless a run says HETCCL_WINDOW_KERNEL=0 (stream
-# waits, writes and copies per chunk); the epoch runs and a run with a
-# 1 MiB window (grown lanes, 8 chunks, several blocks per transfer) name
-# the kernel explicitly, and the memop path keeps a run of each window
+# Device-window transfers take the window kernel (HETCCL_WINDOW_KERNEL;
+# auto: only phases to host ranks of at most 64 KiB per transfer, so the
+# default runs of hip,host use it for counts up to 1023 and stream waits
+# above; the stand-in runs the kernel's host build, a thread per block);
+# the runs with GPU pairs, the epoch runs and a run with a 1 MiB window
+# (grown lanes, 8 chunks, several blocks per transfer) name it explicitly
+# (HETCCL_WINDOW_KERNEL=1), and the memop path keeps a run of each window
 # layout and of the epoch.
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three- and four-domain
 # layouts. The multi-rank layouts run on ROCm 6 (the ABI branch is the
@@ -73,16 +74,16 @@ run() { # ABI WINDOW_BYTES COUNTS LAYOUT [VAR=VALUE...]
 for abi in 5 6; do
   run $abi "" 0,1,7,1023 hip
   run $abi "" 0,1,7,1023 hip,host
-  run $abi "" 0,1,7,1023 hip:d0,hip:d1,host
+  run $abi "" 0,1,7,1023 hip:d0,hip:d1,host HETCCL_WINDOW_KERNEL=1
   run $abi 0 0,1,7,1023 hip,host
   run $abi 0 0,1,7,1023 hip:d0,hip:d1,host
 done
 run 6 "" 65539 hip:d0,hip:d1,host
 run 6 "" 0,1,7,1023 hip:d0,hip:d0
 run 6 "" 0,1,7,1023 hip:d0,hip:d0,host
-run 6 "" 0,1,7,1023 hip:d0,hip:d0,hip:d1,host
+run 6 "" 0,1,7,1023 hip:d0,hip:d0,hip:d1,host HETCCL_WINDOW_KERNEL=1
 run 6 0 0,1,7,1023 hip:d0,hip:d0,hip:d1,host
-run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
+run 6 "" 65539 hip:d0,hip:d0,hip:d1,host HETCCL_WINDOW_KERNEL=1
 # The window counters restart every 4 KiB instead of 512 GiB (exec/window.c:
 # the handshake that keeps them from wrapping, which HIP's unsigned waits,
 # modelled by the stand-in, would not survive).
