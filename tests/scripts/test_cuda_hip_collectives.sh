@@ -24,6 +24,10 @@
 #                            HETCCL_SHM_WINDOW_BYTES=0 (staged)
 #   cuda:d0,cuda:d0,hip:d1   a two-rank cuda domain (the stand-in NCCL)
 #                            beside a hip rank
+#   cuda:d0,hip:d1 with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
+#                            restarted every 4 KiB: their handshakes make the
+#                            cuda side batch its waits and writes, through
+#                            cuStreamBatchMemOp, over a thousand times)
 #   cuda,host once more with the driver's cuGetProcAddress_v2 refusing, so
 #                            the kind resolves every entry point with dlsym
 # Usage: test_cuda_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
@@ -62,6 +66,7 @@ run "" 0,1,7,1023 "" cuda:d0,hip:d1
 run "" 1,1023,65539 "" cuda:d0,hip:d1,host
 run 0 1,1023 "" cuda:d0,hip:d1,host
 run "" 1,1023 "" cuda:d0,cuda:d0,hip:d1
+run "" 1023,65539 "" cuda:d0,hip:d1 HETCCL_SHM_WINDOW_EPOCH=4K
 run "" 7 allreduce cuda,host STAND_IN_CUDA_NO_GET_PROC=1
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
