@@ -15,15 +15,17 @@ cd "$repo"
 out=${1:-.device-carry/hip-kernels}
 archs=${2:-}
 build=build-hip-prebuild
+mkdir -p "$build"
+log=$build/prebuild.log
 args=(-DHETCCL_HIP_KERNELS=ON -DHETCCL_HIP_PREBUILT_DIR=)
 [ -n "$archs" ] && args+=("-DHETCCL_HIP_ARCHS=$archs")
-cmake -S . -B "$build" "${args[@]}" >"$build.log" 2>&1 || { tail -n 20 "$build.log"; exit 1; }
-if ! grep -q "HetCCL: AMD kernels for" "$build.log"; then
-  grep "HetCCL:" "$build.log"
+cmake -S . -B "$build" "${args[@]}" >"$log" 2>&1 || { tail -n 20 "$log"; exit 1; }
+if ! grep -q "HetCCL: AMD kernels for" "$log"; then
+  grep "HetCCL:" "$log"
   echo "hip-prebuild: this machine builds no AMD kernels (clang-19 missing? scripts/install-deps.sh installs it)" >&2
   exit 1
 fi
-cmake --build "$build" --target hetccl_kernels_hip -j2 >>"$build.log" 2>&1 || { tail -n 20 "$build.log"; exit 1; }
+cmake --build "$build" --target hetccl_kernels_hip -j2 >>"$log" 2>&1 || { tail -n 20 "$log"; exit 1; }
 rm -rf "$out"
 mkdir -p "$out"
 cp "$build"/kernels/hip/hetccl_kernels_*.co "$out"/

@@ -40,15 +40,15 @@ hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, het
     out->premul = 1;
     if (u->residence == hetcclScalarHostImmediate) {
       out->scalar = u->scalar;
+    } else if (!hetccl_device_get(c->device_kind)) {
+      /* Device residence on a host rank: its memory is host memory, and
+       * the call runs now, so now is when the collective reads it. */
+      memcpy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
     } else {
-      /* Device residence: read at each call, from device memory on GPU
-       * ranks. (NCCL reads it when the collective runs on the stream; here
-       * it is read when the call is made.) */
-      const struct hetccl_device_ops *dev = hetccl_device_get(c->device_kind);
-      if (!dev)
-        memcpy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
-      else /* the kind's copy reads its memory (host's is memmove) */
-        rc = dev->copy(&out->scalar, u->scalar_ptr, hetccl_type_size(dt));
+      /* Device residence on a GPU rank: the kernels (and NCCL/RCCL, given
+       * the pointer) read it when the reduction runs on the stream, as NCCL
+       * does; nothing waits for the device here. */
+      out->scalar_at = u->scalar_ptr;
     }
   }
   pthread_mutex_unlock(&c->lock);

@@ -112,7 +112,9 @@ struct hetccl_device_ops {
   /*
    * dst[i] = A(a[i]) op b[i] for i < count on `stream`, with the semantics of
    * hetccl_host_reduce: A scales by op->scalar when HETCCL_REDUCE_SCALE_A is
-   * given and op->premul is set; HETCCL_REDUCE_FINISH then applies op->postdiv.
+   * given and op->premul is set (by the scalar at op->scalar_at, device
+   * memory, read when the reduction runs, when that is set: a PreMulSum of
+   * device residence); HETCCL_REDUCE_FINISH then applies op->postdiv.
    * b == NULL: no combine, dst[i] = A(a[i]) (finished), so the host's
    * prepare and finish are reduce(d, a, NULL, .., SCALE_A) and
    * reduce(buf, buf, NULL, .., FINISH). b may be the device address of
@@ -143,8 +145,8 @@ struct hetccl_device_ops {
 /* stream_wait_value32() conditions. */
 enum hetccl_wait_cond { HETCCL_WAIT_GEQ = 0, HETCCL_WAIT_EQ = 1 };
 
-/* ops[0..n) on `stream` in order: one call where the kind batches them,
- * else one call each. */
+/* ops[0..n) on `stream` in order: one call per HETCCL_MEMOPS_MAX where the
+ * kind batches them, else one call each. */
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
                                const struct hetccl_memop32 *ops, int n);
 /* The same, one stream_wait_value32 / stream_write_value32 call each. */

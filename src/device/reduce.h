@@ -27,7 +27,22 @@ typedef struct hetccl_redop {
   int postdiv;        /* 1: the final result is divided by `divisor` (integer Avg) */
   int divisor;
   uint64_t scalar;    /* the multiplier in the data type's own representation */
+  /* Non-NULL: the multiplier lies here instead (a PreMulSum scalar of
+   * device residence: device memory on GPU ranks), in the type's own
+   * representation, and is read when the reduction runs, in stream order,
+   * as NCCL reads it; `scalar` is then unused. */
+  const void *scalar_at;
 } hetccl_redop;
+
+/* The multiplier of `op` for type size `size`: `scalar`, or the bytes at
+ * scalar_at (host-addressable memory only: host reductions, test devices). */
+static inline uint64_t hetccl_redop_scalar_bits(const hetccl_redop *op, size_t size) {
+  if (!op->scalar_at) return op->scalar;
+  uint64_t raw = 0;
+  const unsigned char *p = (const unsigned char *)op->scalar_at;
+  for (size_t i = 0; i < size && i < sizeof raw; i++) raw |= (uint64_t)p[i] << (8 * i);
+  return raw;
+}
 
 size_t hetccl_type_size(hetcclDataType_t dt);
 const char *hetccl_type_name(hetcclDataType_t dt);

@@ -66,9 +66,14 @@ hetcclResult_t hetccl_device_choose(const char *who, int *kind) {
 
 hetcclResult_t hetccl_memops32(const struct hetccl_device_ops *dev, hetcclStream_t stream,
                                const struct hetccl_memop32 *ops, int n) {
-  if (n <= 0) return hetcclSuccess;
-  if (dev->stream_memops32 && n > 1) return dev->stream_memops32(stream, ops, n);
-  return hetccl_memops32_each(dev, stream, ops, n);
+  if (!dev->stream_memops32) return hetccl_memops32_each(dev, stream, ops, n);
+  /* In order, at most HETCCL_MEMOPS_MAX per batch (a window's counter
+   * restart and the chunk around it take up to six). */
+  for (int i = 0; i < n; i += HETCCL_MEMOPS_MAX) {
+    int k = n - i < HETCCL_MEMOPS_MAX ? n - i : HETCCL_MEMOPS_MAX;
+    HETCCL_TRY(k > 1 ? dev->stream_memops32(stream, ops + i, k) : hetccl_memops32_each(dev, stream, ops + i, k));
+  }
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_memops32_each(const struct hetccl_device_ops *dev, hetcclStream_t stream,

@@ -47,7 +47,6 @@ struct hetccl_dexec {
   int device;
   int64_t timeout_ms;
   struct hetccl_progress *engine;
-  void *flag;
   struct dbuf scratch[HETCCL_EXEC_SCRATCH_SLOTS];
   struct dbuf send, recv;  /* pinned, device-mapped staging of one link phase */
   /* Device staging of the transfers whose links move device memory
@@ -205,7 +204,6 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   if (rc != hetcclSuccess) goto fail;
   rc = open_windows(d, links, nranks);
   if (rc != hetcclSuccess) goto fail;
-  d->flag = hetccl_progress_flag(d->engine);
   *out = d;
   return hetcclSuccess;
 fail:
@@ -374,7 +372,7 @@ static hetcclResult_t engine_sends(struct hetccl_dexec *d, const struct hetccl_p
  * value instead (one driver call less per phase; a phase that receives
  * nothing staged waits for it alone). */
 static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream,
-                                   uint32_t base, uint32_t nrecv) {
+                                   void *flag, uint32_t base, uint32_t nrecv) {
   const struct hetccl_device_ops *D = d->dev;
   uint32_t k = 0;
   size_t hat = 0, dat = 0; /* offsets in the host and device receive staging */
@@ -389,7 +387,7 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
       size_t n = hetccl_chunk_len(x->bytes, off, chunk);
       k++;
       uint32_t want = k == nrecv ? base + nrecv + 1 : base + k;
-      HETCCL_TRY(D->stream_wait_value32(stream, d->flag, want, HETCCL_WAIT_GEQ));
+      HETCCL_TRY(D->stream_wait_value32(stream, flag, want, HETCCL_WAIT_GEQ));
       HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait chunk", x->link->peer, n, want);
       if (x->a)
         HETCCL_TRY(D->reduce((char *)x->dst + off, (const char *)x->a + off, from + off, n / esz, x->dt, &x->op, 0,
@@ -407,7 +405,7 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
   }
   if (nrecv) return hetcclSuccess; /* the last chunk's wait was for the phase's final value */
   HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "wait phase", -1, 0, base + 1);
-  return D->stream_wait_value32(stream, d->flag, base + 1, HETCCL_WAIT_GEQ);
+  return D->stream_wait_value32(stream, flag, base + 1, HETCCL_WAIT_GEQ);
 }
 
 /* Stream order of one phase: window sends forked off; the engine's gate and
@@ -420,14 +418,16 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
   struct hetccl_progress_job *job;
   HETCCL_TRY(window_sends(d, ph, stream, &forked));
   HETCCL_TRY(engine_sends(d, ph, stream, &job));
-  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0; /* the slot is reused after submit */
+  /* The slot is reused after submit: what the waits need is read now. */
+  uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0;
+  void *flag = job ? job->flag_dev : NULL;
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
     if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
     if (w) HETCCL_TRACE_MARK(HETCCL_TK_WAIT, "window receive", x->link->peer, x->bytes, 0);
   }
-  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, base, nrecv));
+  if (job) HETCCL_TRY(engine_recvs(d, ph, stream, flag, base, nrecv));
   if (forked) HETCCL_TRY(D->stream_wait_event(stream, d->join_event));
   HETCCL_TRY(D->event_record(d->done_event, stream));
   d->last_stream = stream;
@@ -460,6 +460,8 @@ static int settle(struct hetccl_dexec *d) {
   }
   return 1;
 }
+
+struct hetccl_progress *hetccl_dexec_engine(struct hetccl_dexec *d) { return d->engine; }
 
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (!d) return;

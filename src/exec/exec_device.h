@@ -33,6 +33,8 @@ hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d);
  * are released so no stream of this rank stays blocked, and memory the
  * device may still touch is left allocated. */
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort);
+/* The executor's progress engine (tests set its epoch: progress.h). */
+struct hetccl_progress *hetccl_dexec_engine(struct hetccl_dexec *d);
 /* HETCCL_TRACE: the engine records when `stream` passes this point (the end of a traced call). */
 hetcclResult_t hetccl_dexec_trace_mark(struct hetccl_dexec *d, hetcclStream_t stream);
 

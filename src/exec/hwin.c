@@ -83,13 +83,15 @@ static hetcclResult_t step(struct hetccl_hwin_xfer *x, int *moved) {
         if (!x->restarting) {
           if (!reached(l->consumed, units(l->end))) break; /* the receiver has not read everything yet */
           atomic_store_explicit(l->produced, 0, memory_order_release);
+          atomic_store_explicit(l->produced_resets, ++l->resets, memory_order_release);
           x->restarting = 1;
         }
-        if (atomic_load_explicit(l->consumed, memory_order_acquire) != 0) break; /* its answer */
+        if (!reached(l->consumed_resets, l->resets)) break; /* its answer */
         x->restarting = 0;
       } else {
-        if (atomic_load_explicit(l->produced, memory_order_acquire) != 0) break; /* the sender's reset */
+        if (!reached(l->produced_resets, l->resets + 1)) break; /* the sender's reset */
         atomic_store_explicit(l->consumed, 0, memory_order_release);
+        atomic_store_explicit(l->consumed_resets, ++l->resets, memory_order_release);
       }
       atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
       l->end = 0;
@@ -191,6 +193,9 @@ hetcclResult_t hetccl_hwin_wait(struct hetccl_hwin_batch *hb, struct hetccl_xfer
                         .next_watch_ns = hetccl_now_ns() + (uint64_t)HWIN_WATCH_MS * 1000000u};
   struct hetccl_link_driver d;
   hetccl_link_driver_init(&d, timeout_ms, "%s", what);
+  /* An abort (or a failure elsewhere) ends the wait, whatever it waits for
+   * on a window (room, data, a restart's answer), as it ends link waits. */
+  d.comm_error = lb->comm_error;
   hetcclResult_t rc = hetccl_link_drive(&d, &ops, &w);
   hb->n = 0;
   lb->n = 0;

@@ -15,7 +15,10 @@
  * order (each chunk's counter value announces everything before it); the
  * two directions, other windows and the phase's link transfers progress
  * together in one link-driver wait, so a host rank never waits for room in
- * one direction while the peer waits for it in the other.
+ * one direction while the peer waits for it in the other. The wait ends on
+ * the communicator's error (an abort, lb->comm_error), on a peer that is
+ * gone, or on the timeout, in whatever step it is, a counter restart's
+ * handshake included.
  */
 #ifndef HETCCL_EXEC_HWIN_H
 #define HETCCL_EXEC_HWIN_H
@@ -55,9 +58,10 @@ void hetccl_hwin_set_close(struct hetccl_hwin_set *s);
 hetcclResult_t hetccl_hwin_add(struct hetccl_hwin_batch *b, struct hetccl_dwin *w, int send, void *buf, size_t bytes,
                                hetccl_consume_fn fn, void *arg);
 /* Drives the window transfers of hb and the link transfers of lb (posted
- * here, in order) to completion together, as hetccl_xfer_wait does; a
- * window peer that is gone while this rank still waits for it fails the
- * wait (hetcclRemoteError). Empties both batches either way. */
+ * here, in order) to completion together, as hetccl_xfer_wait does (it
+ * stops when lb->comm_error is set); a window peer that is gone while this
+ * rank still waits for it fails the wait (hetcclRemoteError). Empties both
+ * batches either way. */
 hetcclResult_t hetccl_hwin_wait(struct hetccl_hwin_batch *hb, struct hetccl_xfer_batch *lb, int64_t timeout_ms,
                                 const uint64_t *pieces, const char *what);
 void hetccl_hwin_batch_free(struct hetccl_hwin_batch *b);

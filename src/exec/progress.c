@@ -12,6 +12,7 @@
 #include "util/array.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/params.h"
 #include "util/time.h"
 #include "util/trace.h"
 #include "util/wait.h"
@@ -33,9 +34,11 @@ struct hetccl_progress {
   int device;
   int64_t timeout_ms;
   atomic_int *error_out;
-  uint32_t *flag_host;
+  uint32_t *flag_host;    /* the two flag words (progress.h, "epochs") */
   void *flag_dev;
   uint32_t flag_next;     /* producer: the value the next job starts from */
+  uint32_t flag_epoch;    /* values per epoch (HETCCL_PROGRESS_EPOCH) */
+  uint32_t epoch;         /* producer: epochs begun after the first; its low bit picks the word */
 
   struct hetccl_progress_job slots[PROGRESS_SLOTS];
   pthread_mutex_t lock;
@@ -51,11 +54,19 @@ struct hetccl_progress {
   uint64_t next_watch_ns;             /* engine-only */
 };
 
-static void flag_store(struct hetccl_progress *p, uint32_t v) {
+static void flag_store(struct hetccl_progress *p, int word, uint32_t v) {
   /* Release: the staging bytes the value announces are visible first
    * (x86 stores reach a snooping PCIe reader in order). */
-  atomic_store_explicit((_Atomic uint32_t *)p->flag_host, v, memory_order_release);
+  atomic_store_explicit((_Atomic uint32_t *)&p->flag_host[word], v, memory_order_release);
   HETCCL_TRACE_MARK(HETCCL_TK_FLAG, "flag", -1, 0, v);
+}
+
+/* After a failure or an abort: both words hold a value that satisfies every
+ * wait there is or will be (values waited for are 1 to 2^31: 2^31 passes
+ * HIP's unsigned and CUDA's wrap-around GEQ alike), and no later store
+ * lowers them. */
+static void flag_release(struct hetccl_progress *p) {
+  for (int w = 0; w < HETCCL_PROGRESS_FLAG_WORDS; w++) flag_store(p, w, HETCCL_PROGRESS_RELEASE);
 }
 
 static void fail(struct hetccl_progress *p, hetcclResult_t rc) {
@@ -118,7 +129,7 @@ static hetcclResult_t job_pass(void *arg, struct hetccl_link_driver *d, int *pen
     lead += !j->x[r->next_recv].send;
   if (lead > r->recv_done) {
     r->recv_done = lead;
-    flag_store(r->p, j->flag_base + (uint32_t)lead);
+    flag_store(r->p, j->flag_word, j->flag_base + (uint32_t)lead);
   }
   return hetcclSuccess;
 }
@@ -150,6 +161,11 @@ static hetcclResult_t run_job(struct hetccl_progress *p, struct hetccl_progress_
     HETCCL_TRY(job_idle(&r));
     hetccl_backoff_pause(&bo);
   }
+  /* The first job of an epoch: the stream has passed every wait before
+   * this job, those of the last epoch (on the other word) included, so that
+   * word can start over for the next epoch. Its waits come after this
+   * job's last one, which needs a store made after this one. */
+  if (j->epoch_start) flag_store(p, !j->flag_word, 0);
   struct hetccl_link_driver d;
   hetccl_link_driver_init(&d, p->timeout_ms, "a cross-domain phase (progress engine, device %d)", p->device);
   d.comm_error = p->error_out;
@@ -202,11 +218,10 @@ static void *engine_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
     hetccl_trace_enter(j->trace, j->trace_call);
     HETCCL_TRACE_BEGIN(HETCCL_TK_JOB, j->trace_mark ? "stream end" : "link phase", -1, 0);
-    if (!skip) {
-      hetcclResult_t rc = run_job(p, j);
-      if (rc != hetcclSuccess && !aborting(p)) fail(p, rc);
-    }
-    flag_store(p, j->flag_base + (uint32_t)j->nrecv + 1);
+    hetcclResult_t rc = skip ? hetcclRemoteError : run_job(p, j);
+    if (rc != hetcclSuccess && !skip && !aborting(p)) fail(p, rc);
+    if (rc != hetcclSuccess) flag_release(p);
+    else if (!j->trace_mark) flag_store(p, j->flag_word, j->flag_base + (uint32_t)j->nrecv + 1);
     HETCCL_TRACE_END(HETCCL_TK_JOB, j->trace_mark ? "stream end" : "link phase", -1, 0);
     if (j->trace_mark && HETCCL_TRACE_ON()) hetccl_trace_rec(HETCCL_TK_STREAM, 'e', "on stream", -1, 0, j->trace_call, 0);
     hetccl_trace_enter(NULL, 0);
@@ -253,12 +268,13 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
   p->error_out = error_out;
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->cond, NULL);
+  p->flag_epoch = (uint32_t)hetccl_params()->progress_epoch;
   hetcclResult_t rc = dev->host_alloc(device, 64, (void **)&p->flag_host, &p->flag_dev);
   if (rc != hetcclSuccess) {
     p->flag_host = NULL;
     goto fail;
   }
-  *p->flag_host = 0;
+  for (int w = 0; w < HETCCL_PROGRESS_FLAG_WORDS; w++) p->flag_host[w] = 0;
   if (pthread_create(&p->thread, NULL, engine_main, p) != 0) {
     rc = hetccl_error(hetcclSystemError, "could not start the progress thread");
     goto fail;
@@ -273,6 +289,12 @@ fail:
 }
 
 void *hetccl_progress_flag(struct hetccl_progress *p) { return p->flag_dev; }
+
+void hetccl_progress_set_epoch(struct hetccl_progress *p, uint32_t epoch, uint32_t start) {
+  p->flag_epoch = epoch ? epoch : 1;
+  p->flag_next = start;
+  atomic_store_explicit((_Atomic uint32_t *)&p->flag_host[p->epoch & 1], start, memory_order_release);
+}
 
 hetcclResult_t hetccl_progress_begin(struct hetccl_progress *p, struct hetccl_progress_job **job) {
   pthread_mutex_lock(&p->lock);
@@ -318,9 +340,20 @@ hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *j, hetccl_link *l
 }
 
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *j) {
+  /* A job whose values would pass the epoch starts the next one, on the
+   * other word, from 0 (a job larger than an epoch takes one of its own).
+   * A trace mark's job has no values: nothing waits for it. */
+  uint64_t need = j->trace_mark ? 0 : (uint64_t)j->nrecv + 1;
+  j->epoch_start = need && p->flag_next > 0 && p->flag_next + need > p->flag_epoch;
+  if (j->epoch_start) {
+    p->epoch++;
+    p->flag_next = 0;
+  }
+  j->flag_word = (int)(p->epoch & 1);
+  j->flag_dev = (char *)p->flag_dev + (size_t)j->flag_word * sizeof(uint32_t);
   j->flag_base = p->flag_next;
   hetccl_progress_job_trace(j); /* the engine records the job into the submitting thread's timeline */
-  p->flag_next += (uint32_t)j->nrecv + 1;
+  p->flag_next += (uint32_t)need;
   pthread_mutex_lock(&p->lock);
   p->tail++;
   pthread_cond_broadcast(&p->cond);

@@ -13,11 +13,22 @@
  *   - sends from pinned staging, each gated by the event recorded after the
  *     device-to-host copy that filled it, posted in order as the gates open;
  *   - receives into pinned staging; as the first i receive chunks complete
- *     the engine stores flag_base + i in the flag, and flag_base + nrecv + 1
- *     once every transfer of the job is done. The stream waits on those
- *     values (stream_wait_value32, GEQ) before it reads a chunk, and before
- *     the work that follows the collective (the executor's last chunk waits
- *     for the final value directly).
+ *     the engine stores flag_base + i in the job's flag word, and
+ *     flag_base + nrecv + 1 once every transfer of the job is done. The
+ *     stream waits on those values (stream_wait_value32, GEQ) before it
+ *     reads a chunk, and before the work that follows the collective (the
+ *     executor's last chunk waits for the final value directly).
+ * Epochs: the values never pass 2^31, because HIP's stream waits compare
+ * unsigned (CUDA's with wrap-around): a flag that wrapped to a small value
+ * would never satisfy a wait for a large one. The values count up from 0
+ * through an epoch of HETCCL_PROGRESS_EPOCH values (2^31); the job that
+ * would pass it starts the next epoch from 0 on the other of two flag
+ * words. When that job's gate 0 has completed, the stream has passed every
+ * wait of earlier epochs, so the engine sets the word of the epoch before
+ * to 0 for the epoch after; the stream reaches that epoch's waits only
+ * after this job's last wait, which needs a later store. So every wait of
+ * an epoch sees 0 or that epoch's values, and every value waited for lies
+ * in [1, 2^31], where unsigned and wrap-around comparisons agree.
  * The caller's thread never waits here except in hetccl_progress_begin when
  * PROGRESS_SLOTS jobs are in flight (the queue bound). Between jobs the
  * engine looks for the next one for PROGRESS_LINGER_NS (yielding) before it
@@ -31,9 +42,12 @@
  * flag writes of its own would risk (measured: such a version hung as soon
  * as staging grew while phases were in flight).
  * Jobs run in submission order. After a failure (a link error or timeout)
- * the engine records it in the communicator's async error and still writes
- * every job's final flag value, so no stream stays blocked; the data of
- * those jobs is then undefined, as NCCL's is after an error.
+ * or an abort the engine records it in the communicator's async error (an
+ * abort: not) and stores HETCCL_PROGRESS_RELEASE in both words, which
+ * satisfies every wait for any value in [1, 2^31] under both comparisons,
+ * and stores nothing lower after it (later jobs are skipped), so no stream
+ * stays blocked; the data of those jobs is then undefined, as NCCL's is
+ * after an error.
  */
 #ifndef HETCCL_EXEC_PROGRESS_H
 #define HETCCL_EXEC_PROGRESS_H
@@ -50,6 +64,9 @@
 struct hetccl_progress;
 struct hetccl_trace;
 
+#define HETCCL_PROGRESS_FLAG_WORDS 2          /* epochs alternate between them */
+#define HETCCL_PROGRESS_RELEASE 0x80000000u   /* ends every flag wait (after a failure or an abort) */
+
 struct hetccl_progress_job {
   struct hetccl_link_xfer *x;  /* buf: pinned staging */
   int *gate;       /* [nx]: sends: index of the event that must complete first */
@@ -57,7 +74,10 @@ struct hetccl_progress_job {
   void **events;   /* created once per slot, reused */
   int nevents_used, nevents;
   int nrecv;
-  uint32_t flag_base;
+  uint32_t flag_base;          /* set at submit, with the word its values go to: */
+  int flag_word;               /* 0 or 1 (the epoch's) */
+  void *flag_dev;              /* that word's device address, for the stream's waits */
+  int epoch_start;             /* the first job of an epoch after the first */
   struct hetccl_trace *trace;  /* the timeline of the thread that submitted it (util/trace.h), and its call */
   uint32_t trace_call;
   int trace_mark;              /* a job of no transfers whose gate marks where a traced call's stream work ends */
@@ -72,8 +92,13 @@ static inline void hetccl_progress_job_trace(struct hetccl_progress_job *j) {
 /* Starts the engine thread for `device` (its context is made current there). */
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out);
-/* The flag's device address, for stream waits. */
+/* The flag words' device address (word 0; word 1 follows it). Streams wait
+ * on the job's own word, job->flag_dev. */
 void *hetccl_progress_flag(struct hetccl_progress *p);
+/* Tests: epochs of `epoch` values (HETCCL_PROGRESS_EPOCH's value otherwise),
+ * and the next job's values from `start`, as if earlier jobs had counted
+ * up to it (stored in the current word). Before any job is begun. */
+void hetccl_progress_set_epoch(struct hetccl_progress *p, uint32_t epoch, uint32_t start);
 
 /* A free job slot, emptied. Blocks only while every slot is in flight
  * (32 jobs: one per staged link phase; the documented queue bound). */
@@ -84,7 +109,7 @@ hetcclResult_t hetccl_progress_event(struct hetccl_progress *p, struct hetccl_pr
 /* `sig`: the call the transfer belongs to (its messages carry it). */
 hetcclResult_t hetccl_progress_add(struct hetccl_progress_job *job, hetccl_link *link, char *host, size_t bytes,
                                    int send, int gate, const struct hetccl_call_sig *sig);
-/* Hands the job to the engine; sets job->flag_base (read it before the next begin). */
+/* Hands the job to the engine; sets job->flag_base and flag_dev (read them before the next begin). */
 void hetccl_progress_submit(struct hetccl_progress *p, struct hetccl_progress_job *job);
 /* A check the engine runs about every period_ms, while idle and between
  * polls inside jobs; its failure becomes the communicator's async error

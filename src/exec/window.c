@@ -12,12 +12,15 @@
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 static void lane_init(struct hetccl_dlane *l, uint8_t *data, size_t W, _Atomic uint32_t *produced,
-                      _Atomic uint32_t *consumed, void *reg) {
+                      _Atomic uint32_t *consumed, _Atomic uint32_t *produced_resets,
+                      _Atomic uint32_t *consumed_resets, void *reg) {
   memset(l, 0, sizeof *l);
   l->data = data;
   l->W = W;
   l->produced = produced;
   l->consumed = consumed;
+  l->produced_resets = produced_resets;
+  l->consumed_resets = consumed_resets;
   l->reg = reg;
 }
 
@@ -36,8 +39,10 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
   win->device = device;
   win->grow_max = ops->lane_open ? win->w.grow_max : 0;
   win->epoch = hetccl_params()->shm_window_epoch;
-  lane_init(&win->tx[0], win->w.tx_data, win->w.data_bytes, win->w.tx_produced, win->w.tx_consumed, win->w.base);
-  lane_init(&win->rx[0], win->w.rx_data, win->w.data_bytes, win->w.rx_produced, win->w.rx_consumed, win->w.base);
+  lane_init(&win->tx[0], win->w.tx_data, win->w.data_bytes, win->w.tx_produced, win->w.tx_consumed,
+            win->w.tx_produced_resets, win->w.tx_consumed_resets, win->w.base);
+  lane_init(&win->rx[0], win->w.rx_data, win->w.data_bytes, win->w.rx_produced, win->w.rx_consumed,
+            win->w.rx_produced_resets, win->w.rx_consumed_resets, win->w.base);
   atomic_store(&win->ntx, 1);
   atomic_store(&win->nrx, 1);
   return hetcclSuccess;
@@ -123,7 +128,7 @@ static hetcclResult_t lane_grow(struct hetccl_dwin *win, int tx, int gen, size_t
     return hetccl_error(rc, "cannot map a %zu-byte device window lane to rank %d for device %d: %s", W,
                         win->link->peer, win->device, hetccl_last_error());
   }
-  lane_init(l, seg.data, W, seg.produced, seg.consumed, seg.base);
+  lane_init(l, seg.data, W, seg.produced, seg.consumed, seg.produced_resets, seg.consumed_resets, seg.base);
   l->dev_reg = d;
   l->seg = seg;
   atomic_store_explicit(tx ? &win->ntx : &win->nrx, gen + 1, memory_order_release);
@@ -189,12 +194,12 @@ static void add_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t
   atomic_store_explicit(&l->need, value, memory_order_release);
 }
 
-/* A wait for `counter` == value, always enqueued (the restart handshake). */
-static void add_wait_eq(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_memop32 *ops,
-                        int *nops) {
-  ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, counter), .value = value, .wait = 1,
-                                           .cond = HETCCL_WAIT_EQ};
-  atomic_store_explicit(&l->need, value, memory_order_release);
+/* A wait for a restart word >= value, always enqueued (the restart
+ * handshake; the watch's `need` stays the counters'). */
+static void add_wait_reset(const struct hetccl_dlane *l, _Atomic uint32_t *word, uint32_t value,
+                           struct hetccl_memop32 *ops, int *nops) {
+  ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, word), .value = value, .wait = 1,
+                                           .cond = HETCCL_WAIT_GEQ};
 }
 
 /*
@@ -202,31 +207,41 @@ static void add_wait_eq(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint3
  * unsigned (a counter that wrapped to a small value would never satisfy a
  * wait for a large one), so when a lane's next chunk would end past the
  * epoch, both ends restart the lane's virtual stream at 0, each on its own
- * stream, in the order both derive from the sizes alone:
+ * stream, in the order both derive from the sizes alone (k: the lane's
+ * restarts so far, this one included):
  *   sender:   wait consumed >= old end (the receiver has read everything);
- *             write produced = 0; wait consumed == 0 (the receiver's answer)
- *   receiver: wait produced == 0 (the sender has seen everything read);
- *             write consumed = 0
- * The receiver's GEQ waits for new data come after its EQ wait, so the old
- * produced value cannot satisfy them; the sender's next room wait comes
- * after consumed was reset, and the receiver writes consumed again only
- * after new data, which the sender sends only after the answer. Once per
- * HETCCL_SHM_WINDOW_EPOCH bytes (512 GiB) per lane and direction. The EQ
- * waits are not released by hetccl_dwin_release (it advances counters):
- * an abort while a handshake waits for a dead peer leaves that stream
- * waiting.
+ *             write produced = 0; write produced_resets = k;
+ *             wait consumed_resets >= k (the receiver's answer)
+ *   receiver: wait produced_resets >= k (produced was reset first: the
+ *             stream fences before each write); write consumed = 0;
+ *             write consumed_resets = k
+ * The receiver's GEQ waits for new data come after its wait for k, so the
+ * old produced value cannot satisfy them; the sender's next room wait comes
+ * after the answer, so after consumed was reset, and the receiver writes
+ * consumed again only after new data, which the sender sends only after the
+ * answer. Every wait is GEQ on a word only the peer writes, so
+ * hetccl_dwin_release ends each of them, the handshake's included (a wait
+ * for the peer's counter to come back to 0 could not be ended by one value
+ * that also ends the waits for counters ahead). The restart words grow by
+ * one per restart: 2^31 restarts of one lane (2^70 bytes at the default epoch,
+ * 8 TiB at the 4 KiB that tests use) would pass 2^31. Once per
+ * HETCCL_SHM_WINDOW_EPOCH bytes (512 GiB) per lane and direction.
  */
 static void restart_tx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *nops) {
+  uint32_t k = ++l->resets;
   add_wait(l, l->consumed, units(l->end), ops, nops);
   add_write(l, l->produced, 0, ops, nops);
-  add_wait_eq(l, l->consumed, 0, ops, nops);
+  add_write(l, l->produced_resets, k, ops, nops);
+  add_wait_reset(l, l->consumed_resets, k, ops, nops);
   atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
   l->end = 0;
 }
 
 static void restart_rx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *nops) {
-  add_wait_eq(l, l->produced, 0, ops, nops);
+  uint32_t k = ++l->resets;
+  add_wait_reset(l, l->produced_resets, k, ops, nops);
   add_write(l, l->consumed, 0, ops, nops);
+  add_write(l, l->consumed_resets, k, ops, nops);
   atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
   l->end = 0;
 }
@@ -256,7 +271,7 @@ hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int 
 
 hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t bytes, hetcclStream_t stream) {
   const struct hetccl_device_ops *dev = win->dev;
-  struct hetccl_memop32 ops[5];
+  struct hetccl_memop32 ops[8]; /* a chunk's write, a restart (4), the next chunk's wait */
   int nops = 0;
   struct hetccl_dlane *l;
   if (bytes == 0) return hetcclSuccess;
@@ -308,7 +323,7 @@ static hetcclResult_t landing(struct hetccl_dwin *win, struct hetccl_dlane *l, v
 hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
                                 const hetccl_redop *op, hetcclStream_t stream) {
   const struct hetccl_device_ops *dev = win->dev;
-  struct hetccl_memop32 ops[5];
+  struct hetccl_memop32 ops[8]; /* a chunk's write, a restart (4), the next chunk's wait */
   int nops = 0;
   struct hetccl_dlane *l;
   char *land;
@@ -346,16 +361,20 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
 
 void hetccl_dwin_release(struct hetccl_dwin *win) {
   if (!win->present) return;
-  /* Anything enqueued waits for less than this; counters stay below 2^31
-   * plus a lane (the epoch), so adding it wraps nothing, and unsigned (HIP)
-   * and wrap-around (CUDA) waits alike pass. */
-  const uint32_t ahead = 1u << 30;
+  /* Every value waited for is in [1, 2^31]: counter ends are at most the
+   * epoch (2^31 units) or one chunk, restart counts are far below it. 2^31
+   * is >= each of them unsigned (HIP), and 2^31 - v is in [0, 2^31) so
+   * (int32_t)(2^31 - v) >= 0 (CUDA). Only the peer writes these words. */
   int nrx = atomic_load_explicit(&win->nrx, memory_order_acquire);
   int ntx = atomic_load_explicit(&win->ntx, memory_order_acquire);
-  for (int i = 0; i < nrx; i++)
-    atomic_store_explicit(win->rx[i].produced, atomic_load(win->rx[i].produced) + ahead, memory_order_release);
-  for (int i = 0; i < ntx; i++)
-    atomic_store_explicit(win->tx[i].consumed, atomic_load(win->tx[i].consumed) + ahead, memory_order_release);
+  for (int i = 0; i < nrx; i++) {
+    atomic_store_explicit(win->rx[i].produced_resets, HETCCL_DWIN_RELEASE, memory_order_release);
+    atomic_store_explicit(win->rx[i].produced, HETCCL_DWIN_RELEASE, memory_order_release);
+  }
+  for (int i = 0; i < ntx; i++) {
+    atomic_store_explicit(win->tx[i].consumed_resets, HETCCL_DWIN_RELEASE, memory_order_release);
+    atomic_store_explicit(win->tx[i].consumed, HETCCL_DWIN_RELEASE, memory_order_release);
+  }
 }
 
 hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {

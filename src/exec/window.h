@@ -22,8 +22,10 @@
  * compare unsigned, without CUDA's wrap-around, so before a lane's virtual
  * end would pass the epoch (HETCCL_SHM_WINDOW_EPOCH, at most 2^31 units)
  * both ends restart it from 0 with a handshake on the stream (window.c:
- * restart_tx, restart_rx), and every counter value stays below 2^31 plus a
- * lane, where both comparisons agree.
+ * restart_tx, restart_rx; it counts restarts in two more words of the
+ * lane), and every value waited for lies in [1, 2^31], where both
+ * comparisons agree. Every wait is GEQ, so one value, 2^31, ends them all
+ * (hetccl_dwin_release).
  * The counters are written by device streams (write_value32 fences the data
  * first) and waited on by the peer's streams; nothing on the host takes
  * part, so no host-side stall or device-synchronizing call can hold them up.
@@ -53,6 +55,8 @@ struct hetccl_dlane {
   uint8_t *data;          /* host address of the ring */
   uint64_t W;             /* its bytes */
   _Atomic uint32_t *produced, *consumed;
+  _Atomic uint32_t *produced_resets, *consumed_resets; /* restarts announced by the sender / answered by the receiver */
+  uint32_t resets;        /* restarts of this lane so far (window.c, restart_tx / restart_rx) */
   void *reg;              /* the registered host range the lane lies in, and its device address */
   char *dev_reg;          /* lane 0: NULL until the window is mapped (at first use) */
   uint64_t end;           /* virtual end of the last chunk sent / received (bytes) */
@@ -97,10 +101,14 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
 hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
                                 const hetccl_redop *op, hetcclStream_t stream);
 
-/* After an abort or a lost peer: stores, from the host, counter values far
- * ahead of the current ones (2^30 units, 256 GiB) in every lane, which
- * satisfy every wait this side has enqueued, so none of its streams stays
- * blocked. Any thread. */
+/* After an abort or a lost peer: stores, from the host, HETCCL_DWIN_RELEASE
+ * in every word this side's streams wait on (the peer's counters and
+ * restart words of every lane), which satisfies every wait this side has
+ * enqueued or will enqueue, under HIP's unsigned and CUDA's wrap-around
+ * comparison alike, so none of its streams stays blocked. The same value
+ * each time: calling it twice (the watch, then an abort) changes nothing.
+ * Any thread. */
+#define HETCCL_DWIN_RELEASE 0x80000000u
 void hetccl_dwin_release(struct hetccl_dwin *win);
 /* Any thread: hetcclRemoteError when waits this side enqueued can no longer
  * be satisfied because the peer closed the link or is gone. A peer that

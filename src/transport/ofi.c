@@ -25,12 +25,12 @@ static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
 /* ---- control messages ---- */
 
-static ssize_t inject_ctrl(struct ofi_link *l, const struct ofi_ctrl *c) {
+static ssize_t inject_ctrl(struct ofi_link *l, const struct ofi_ctrl_wire *c) {
   struct ofi_state *st = l->st;
-  return fi_tinject(st->ep, c, sizeof *c, l->peer_addr, OFI_CTRL_TAG | (uint64_t)st->rank);
+  return fi_tinject(st->ep, c, ofi_ctrl_wire_len(c), l->peer_addr, OFI_CTRL_TAG | (uint64_t)st->rank);
 }
 
-hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c) {
+hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl_wire *c) {
   if (l->nctrl_out == 0) {
     ssize_t rc = inject_ctrl(l, c);
     if (rc == 0) return hetcclSuccess;
@@ -39,7 +39,7 @@ hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c
   }
   if (l->nctrl_out == l->cap_ctrl_out) { /* grows only past the most ever queued */
     int ncap = l->cap_ctrl_out ? 2 * l->cap_ctrl_out : 8;
-    struct ofi_ctrl *n = realloc(l->ctrl_out, (size_t)ncap * sizeof *n);
+    struct ofi_ctrl_wire *n = realloc(l->ctrl_out, (size_t)ncap * sizeof *n);
     if (!n) return hetccl_ofi_fail(l, hetcclSystemError, "out of memory queueing a control message");
     l->ctrl_out = n;
     l->cap_ctrl_out = ncap;
@@ -55,10 +55,11 @@ static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes, const 
   struct ofi_state *st = l->st;
   struct ofi_ctrl_recv *m = &l->ctrl_recvs[OFI_CTRL_RECVS + 1];
   m->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_MISMATCH_SEND, .link = l};
-  m->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = (uint32_t)st->comm_tag,
-                             .msg = msg, .bytes = bytes};
-  ofi_ctrl_put_sig(&m->msg, sig);
-  ssize_t rc = fi_tsend(st->ep, &m->msg, sizeof m->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL, l->peer_addr,
+  memset(&m->msg, 0, sizeof m->msg);
+  m->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = (uint32_t)st->comm_tag,
+                               .msg = msg, .bytes = bytes};
+  ofi_ctrl_put_sig(&m->msg.c, sig);
+  ssize_t rc = fi_tsend(st->ep, &m->msg, sizeof m->msg.c, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL, l->peer_addr,
                         OFI_CTRL_TAG | (uint64_t)st->rank, &m->ctx);
   if (rc == 0)
     l->mismatch_pending = 1;
@@ -66,46 +67,11 @@ static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes, const 
     (void)hetccl_ofi_send_ctrl(l, &m->msg); /* the provider is full: best effort */
 }
 
-static hetcclResult_t link_error(struct ofi_link *l) {
-  if (l->sig_mismatch) { /* repeated through callsig, so core sees a mismatch too */
-    char where[48];
-    snprintf(where, sizeof where, "ofi link to rank %d", l->base.peer);
-    return hetccl_callsig_mismatch(where, &l->mm_expected, &l->mm_sent);
-  }
-  return hetccl_error(l->error, "%s", l->error_text);
-}
-
-/* Fails the link for a call mismatch, naming both calls (`expected`: the
- * receive's); every later call repeats it. */
-static hetcclResult_t fail_mismatch(struct ofi_link *l, const struct hetccl_call_sig *expected,
-                                    const struct hetccl_call_sig *sent) {
-  if (!l->error) {
-    l->sig_mismatch = 1;
-    l->mm_expected = *expected;
-    l->mm_sent = *sent;
-    l->error = hetcclInvalidUsage; /* the text is link_error's, made from both calls */
-    snprintf(l->error_text, sizeof l->error_text, "ofi link to rank %d: the ranks called different collectives",
-             l->base.peer);
-  }
-  return link_error(l);
-}
-
-/* The sender's check of an advertisement against its send: sizes, then calls.
- * 0: they agree; else the link has failed and the receiver is told. */
-static int send_disagrees(struct ofi_link *l, uint64_t msg, size_t bytes, const struct hetccl_call_sig *sent,
-                          uint64_t rtr_bytes, const struct hetccl_call_sig *expected) {
-  if (!hetccl_callsig_match(expected, sent)) {
-    send_mismatch(l, msg, bytes, sent);
-    (void)fail_mismatch(l, expected, sent);
-    return 1;
-  }
-  if (rtr_bytes != bytes) {
-    send_mismatch(l, msg, bytes, sent);
-    hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %zu bytes but received into %llu bytes",
-                    (unsigned long long)msg, bytes, (unsigned long long)rtr_bytes);
-    return 1;
-  }
-  return 0;
+/* Sends the MISMATCH the control code found owed (ofi_ctrl.c). */
+static void send_due_mismatch(struct ofi_link *l) {
+  if (!l->mm_due) return;
+  l->mm_due = 0;
+  send_mismatch(l, l->mm_due_msg, l->mm_due_bytes, &l->mm_due_sig);
 }
 
 static hetcclResult_t flush_ctrl(struct ofi_link *l, int *moved) {
@@ -123,77 +89,6 @@ static hetcclResult_t flush_ctrl(struct ofi_link *l, int *moved) {
     *moved = 1;
   }
   return hetcclSuccess;
-}
-
-static void on_ctrl(struct ofi_link *l, const struct ofi_ctrl *c, size_t len) {
-  struct ofi_state *st = l->st;
-  if (l->error || l->closed) return;
-  if (len != sizeof *c || c->magic != OFI_CTRL_MAGIC || c->comm_tag != (uint32_t)st->comm_tag) {
-    hetccl_ofi_fail(l, hetcclRemoteError, "malformed control message (%zu bytes, magic %#x)", len, c->magic);
-    return;
-  }
-  if (c->type == OFI_CTRL_HELLO) {
-    uint8_t mac[32];
-    hetccl_ofi_hello_mac(st, l->base.peer, st->rank, mac);
-    unsigned diff = 0;
-    for (int i = 0; i < 32; i++) diff |= mac[i] ^ c->mac[i];
-    if (diff) {
-      hetccl_ofi_fail(l, hetcclRemoteError, "hello does not prove the communicator's secret");
-      return;
-    }
-    l->hello_ok = 1;
-    return;
-  }
-  if (!l->hello_ok) {
-    hetccl_ofi_fail(l, hetcclRemoteError, "control message %u before the peer's hello", c->type);
-    return;
-  }
-  unsigned slot = (unsigned)(c->msg % OFI_RTR_WINDOW);
-  switch (c->type) {
-  case OFI_CTRL_RTR: {
-    struct ofi_rtr *r = &l->rtr[slot];
-    if (c->msg != l->rtr_seen || r->valid) {
-      hetccl_ofi_fail(l, hetcclRemoteError, "unexpected advertisement of message %llu", (unsigned long long)c->msg);
-      return;
-    }
-    l->rtr_seen++;
-    struct hetccl_call_sig expected = ofi_ctrl_sig(c, l->base.peer);
-    if (c->msg < l->send_cut) { /* sent eagerly already: sizes and calls to compare */
-      if (l->eager_sent[slot].msg != c->msg)
-        hetccl_ofi_fail(l, hetcclRemoteError, "advertisement of message %llu, which was not sent eagerly",
-                        (unsigned long long)c->msg);
-      else
-        (void)send_disagrees(l, c->msg, l->eager_sent[slot].bytes, &l->eager_sent[slot].sig, c->bytes, &expected);
-      return;
-    }
-    *r = (struct ofi_rtr){.valid = 1, .msg = c->msg, .bytes = c->bytes, .addr = c->addr, .key = c->key,
-                          .sig = expected};
-    return;
-  }
-  case OFI_CTRL_EMPTY: {
-    struct ofi_rx_slot *rx = &l->rx[slot];
-    if (!rx->busy || rx->msg != c->msg || rx->npieces != 0) {
-      hetccl_ofi_fail(l, hetcclRemoteError, "unexpected empty message %llu", (unsigned long long)c->msg);
-      return;
-    }
-    rx->arrived = 1;
-    return;
-  }
-  case OFI_CTRL_MISMATCH: {
-    int posted = l->rx[slot].busy && c->msg < l->recvq.tail;
-    size_t want = posted ? hetccl_opq_at(&l->recvq, c->msg)->bytes : 0;
-    struct hetccl_call_sig sent = ofi_ctrl_sig(c, l->base.peer);
-    if (posted && !hetccl_callsig_match(&hetccl_opq_at(&l->recvq, c->msg)->sig, &sent)) {
-      (void)fail_mismatch(l, &hetccl_opq_at(&l->recvq, c->msg)->sig, &sent);
-      return;
-    }
-    hetccl_ofi_fail(l, hetcclInvalidUsage, "message %llu was sent with %llu bytes but received into %zu bytes",
-                    (unsigned long long)c->msg, (unsigned long long)c->bytes, want);
-    return;
-  }
-  default:
-    hetccl_ofi_fail(l, hetcclRemoteError, "unknown control message type %u", c->type);
-  }
 }
 
 /* ---- completions ---- */
@@ -279,7 +174,8 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
       } else if (oc->kind == OFI_CTX_CTRL_RECV) {
         struct ofi_ctrl_recv *r = (struct ofi_ctrl_recv *)oc;
         struct ofi_link *l = oc->link;
-        on_ctrl(l, &r->msg, ev[i].len);
+        hetccl_ofi_on_ctrl(l, &r->msg, ev[i].len);
+        send_due_mismatch(l);
         if (!l->closed && !l->error) (void)hetccl_ofi_post_ctrl_recv(l, (int)(r - l->ctrl_recvs));
       }
     }
@@ -323,9 +219,12 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
     size_t piece = ofi_piece_bytes(st->piece_bytes, op->bytes);
     *rx = (struct ofi_rx_slot){.busy = 1, .msg = l->rtr_next, .piece = piece,
                                .npieces = (op->bytes + piece - 1) / piece, .stage = -1};
-    struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_RTR, .comm_tag = (uint32_t)st->comm_tag,
-                         .msg = l->rtr_next, .bytes = op->bytes};
-    ofi_ctrl_put_sig(&c, &op->sig);
+    struct ofi_ctrl_wire c;
+    memset(&c, 0, sizeof c);
+    c.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_RTR, .comm_tag = (uint32_t)st->comm_tag,
+                            .msg = l->rtr_next, .bytes = op->bytes};
+    ofi_ctrl_put_sig(&c.c, &op->sig);
+    struct ofi_mr_advert adv;
     if (op->bytes && op->bytes <= OFI_EAGER_BYTES) {
       /* The sender does not wait for this one's advertisement: its tagged
        * send lands in the slot's eager buffer; the RTR still goes, so the
@@ -345,8 +244,18 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
       unsigned slot = (unsigned)(l->rtr_next % OFI_RTR_WINDOW);
       rx->eager = 1;
       rx->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_EAGER_RECV, .link = l};
-      ssize_t prc = fi_trecv(st->ep, l->eager_land + (size_t)slot * OFI_EAGER_BYTES, OFI_EAGER_BYTES,
-                             l->eager_reg->desc, l->peer_addr, ofi_eager_tag(l->rtr_next, l->base.peer), 0, &rx->ctx);
+      /* Into device staging (link_devmem.h) the message lands directly: the
+       * CPU cannot copy it out of a landing slot. Posted for its own size,
+       * so a longer message fails the receive instead of writing past it;
+       * another call's message of no more bytes lands in HetCCL's staging
+       * (never user memory) before the signature check fails the link. */
+      struct ofi_reg *dreg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
+      rx->eager_direct = dreg != NULL;
+      ssize_t prc = dreg ? fi_trecv(st->ep, op->buf, op->bytes, dreg->desc, l->peer_addr,
+                                    ofi_eager_tag(l->rtr_next, l->base.peer), 0, &rx->ctx)
+                         : fi_trecv(st->ep, l->eager_land + (size_t)slot * OFI_EAGER_BYTES, OFI_EAGER_BYTES,
+                                    l->eager_reg->desc, l->peer_addr, ofi_eager_tag(l->rtr_next, l->base.peer), 0,
+                                    &rx->ctx);
       if (prc == -FI_EAGAIN) {
         rx->busy = 0; /* posted at the next poll */
         break;
@@ -368,16 +277,16 @@ static hetcclResult_t advertise(struct ofi_link *l, int *moved) {
         return l->error;
       }
       l->stage[s].busy = 1;
-      c.addr = ofi_mr_remote_addr(&st->rules, (void *)l->stage[s].reg->lo,
-                                  (uintptr_t)l->stage[s].buf - l->stage[s].reg->lo);
-      c.key = l->stage[s].reg->key;
+      ofi_mr_advert_of(&st->rules, (void *)l->stage[s].reg->lo, (uintptr_t)l->stage[s].buf - l->stage[s].reg->lo,
+                       &l->stage[s].reg->keys, &adv);
+      ofi_ctrl_put_advert(&c, &adv);
     } else if (op->bytes) {
       if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &rx->reg) != hetcclSuccess) {
         rx->busy = 0;
         return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a receive buffer: %s", hetccl_last_error());
       }
-      c.addr = ofi_mr_remote_addr(&st->rules, (void *)rx->reg->lo, (uintptr_t)op->buf - rx->reg->lo);
-      c.key = rx->reg->key;
+      ofi_mr_advert_of(&st->rules, (void *)rx->reg->lo, (uintptr_t)op->buf - rx->reg->lo, &rx->reg->keys, &adv);
+      ofi_ctrl_put_advert(&c, &adv);
     }
     HETCCL_TRY(hetccl_ofi_send_ctrl(l, &c));
     l->rtr_next++;
@@ -405,7 +314,9 @@ static void deliver(struct ofi_link *l, int *moved) {
         return;
       }
       const uint8_t *land = l->eager_land + (size_t)(rx->msg % OFI_RTR_WINDOW) * OFI_EAGER_BYTES;
-      if (op->fn)
+      if (rx->eager_direct)
+        ; /* landed in the buffer itself (device staging) */
+      else if (op->fn)
         op->fn(op->arg, 0, land, op->bytes);
       else
         memcpy(op->buf, land, op->bytes); /* small: one copy out of the landing slot */
@@ -434,6 +345,19 @@ static void deliver(struct ofi_link *l, int *moved) {
 
 /* ---- sending ---- */
 
+/* FI_MR_RAW: the 64-bit key for writes with a peer's raw key. */
+static int map_raw_key(void *arg, uint64_t raw_base, const uint8_t *raw, size_t raw_len, uint64_t *key) {
+  struct ofi_state *st = arg;
+  uint8_t copy[OFI_MR_RAW_KEY_MAX]; /* fi_mr_map_raw takes it writable */
+  memcpy(copy, raw, raw_len);
+  return fi_mr_map_raw(st->domain, raw_base, copy, raw_len, key, 0);
+}
+
+void hetccl_ofi_unmap_send_key(struct ofi_state *st, struct hetccl_opq_entry *op) {
+  if (op->remote_key_set == 2) (void)fi_mr_unmap_key(st->domain, op->remote_key);
+  op->remote_key_set = 0;
+}
+
 static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
   struct ofi_state *st = l->st;
   while (l->send_cut < l->sendq.tail) {
@@ -444,6 +368,7 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
        * sizes recorded for the comparison are never overwritten. */
       if (l->send_cut >= l->rtr_seen + OFI_RTR_WINDOW || !l->free_writes) return hetcclSuccess;
       struct ofi_reg *reg = op->arg;
+      if (!reg) reg = op->arg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
       if (st->rules.register_sends && !reg) {
         if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &reg) != hetcclSuccess)
           return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a send buffer: %s", hetccl_last_error());
@@ -467,17 +392,25 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       l->eager_sent[slot].sig = op->sig;
       if (r->valid && r->msg == l->send_cut) { /* its advertisement came first */
         r->valid = 0;
-        if (send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) return l->error;
+        if (hetccl_ofi_send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) {
+          send_due_mismatch(l);
+          return l->error;
+        }
       }
       l->send_cut++;
       *moved = 1;
       continue;
     }
     if (!r->valid || r->msg != l->send_cut) return hetcclSuccess;
-    if (send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) return l->error;
+    if (hetccl_ofi_send_disagrees(l, l->send_cut, op->bytes, &op->sig, r->bytes, &r->sig)) {
+      send_due_mismatch(l);
+      return l->error;
+    }
     if (op->bytes == 0) {
-      struct ofi_ctrl c = {.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_EMPTY, .comm_tag = (uint32_t)st->comm_tag,
-                           .msg = l->send_cut};
+      struct ofi_ctrl_wire c;
+      memset(&c, 0, sizeof c);
+      c.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_EMPTY, .comm_tag = (uint32_t)st->comm_tag,
+                              .msg = l->send_cut};
       HETCCL_TRY(hetccl_ofi_send_ctrl(l, &c));
       r->valid = 0;
       l->send_cut++;
@@ -485,10 +418,21 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       continue;
     }
     struct ofi_reg *reg = op->arg;
+    /* Device staging (link_devmem.h) always goes with its descriptor. */
+    if (!reg) reg = op->arg = ofi_regcache_find_fixed(&st->cache, op->buf, op->bytes);
     if (st->rules.register_sends && !reg) {
       if (ofi_regcache_get(&st->cache, op->buf, op->bytes, &reg) != hetcclSuccess)
         return hetccl_ofi_fail(l, hetcclSystemError, "cannot register a send buffer: %s", hetccl_last_error());
       op->arg = reg;
+    }
+    if (!op->remote_key_set) { /* the advertised key, or the raw one mapped (unmapped when the send completes) */
+      char why[160];
+      int mapped = 0;
+      int krc = ofi_mr_write_key(&st->rules, &r->adv, map_raw_key, st, &op->remote_key, &mapped, why, sizeof why);
+      if (krc)
+        return hetccl_ofi_fail(l, hetcclRemoteError, "message %llu: %s: %s", (unsigned long long)l->send_cut, why,
+                               krc == -22 ? "malformed advertisement" : hetccl_ofi_strerror(st, krc));
+      op->remote_key_set = mapped ? 2 : 1;
     }
     size_t piece = ofi_piece_bytes(st->piece_bytes, op->bytes);
     while (op->issued < op->bytes && l->free_writes) {
@@ -498,7 +442,7 @@ static hetcclResult_t issue_writes(struct ofi_link *l, int *moved) {
       w->msg = l->send_cut;
       w->bytes = n;
       ssize_t rc = fi_writedata(st->ep, (const uint8_t *)op->buf + op->issued, n, reg ? reg->desc : NULL, imm,
-                                l->peer_addr, r->addr + op->issued, r->key, &w->ctx);
+                                l->peer_addr, r->adv.addr + op->issued, op->remote_key, &w->ctx);
       if (rc == -FI_EAGAIN) return hetcclSuccess; /* the provider is full: retried at the next poll */
       if (rc)
         return hetccl_ofi_fail(l, hetcclRemoteError, "RMA write of %zu bytes failed: %s", n, hetccl_ofi_strerror(st, rc));
@@ -522,6 +466,7 @@ static void complete_sends(struct ofi_link *l, int *moved) {
          l->sendq.head < l->rtr_seen) {
     if (op->arg) ofi_regcache_put(&l->st->cache, op->arg);
     op->arg = NULL;
+    hetccl_ofi_unmap_send_key(l->st, op);
     l->sendq.head++;
     *moved = 1;
   }
@@ -558,7 +503,7 @@ static hetcclResult_t ofi_isend(hetccl_link *link, const void *buf, size_t bytes
   struct ofi_link *l = (struct ofi_link *)link;
   if (!buf && bytes) return hetccl_error(hetcclInvalidArgument, "ofi: send of %zu bytes from NULL", bytes);
   pthread_mutex_lock(&l->st->lock);
-  hetcclResult_t rc = l->error ? link_error(l) : hetcclSuccess;
+  hetcclResult_t rc = l->error ? hetccl_ofi_link_error(l) : hetcclSuccess;
   if (rc == hetcclSuccess) {
     struct hetccl_opq_entry op = {.buf = (void *)buf, .bytes = bytes, .sig = hetccl_opq_sig(sig)};
     uint64_t seq;
@@ -578,7 +523,7 @@ static hetcclResult_t ofi_irecv(hetccl_link *link, void *buf, size_t bytes, hetc
   struct ofi_link *l = (struct ofi_link *)link;
   if (!buf && bytes && !fn) return hetccl_error(hetcclInvalidArgument, "ofi: receive of %zu bytes into NULL", bytes);
   pthread_mutex_lock(&l->st->lock);
-  hetcclResult_t rc = l->error ? link_error(l) : hetcclSuccess;
+  hetcclResult_t rc = l->error ? hetccl_ofi_link_error(l) : hetcclSuccess;
   if (rc == hetcclSuccess) {
     struct hetccl_opq_entry op = {.buf = buf, .bytes = bytes, .fn = fn, .arg = arg, .sig = hetccl_opq_sig(sig)};
     uint64_t seq;
@@ -602,7 +547,7 @@ static hetcclResult_t ofi_test(hetccl_link *link, uint64_t req, int *done) {
     uint64_t deadline = hetccl_deadline_ms(1000);
     while (rc == hetcclSuccess && l->mismatch_pending && !hetccl_expired(deadline)) rc = hetccl_ofi_progress(l->st);
   }
-  if (rc == hetcclSuccess && l->error) rc = link_error(l);
+  if (rc == hetcclSuccess && l->error) rc = hetccl_ofi_link_error(l);
   if (rc == hetcclSuccess) {
     int d = hetccl_opq_done(hetccl_req_dir(req) == HETCCL_OP_SEND ? &l->sendq : &l->recvq, req);
     if (d < 0)
@@ -627,4 +572,5 @@ const struct hetccl_transport_ops hetccl_transport_ofi = {
     .teardown = hetccl_ofi_teardown,
     .mem_register = hetccl_ofi_mem_register,
     .mem_deregister = hetccl_ofi_mem_deregister,
+    .extension = hetccl_ofi_extension,
 };

@@ -31,4 +31,14 @@ int hetccl_ofi_is_software(const char *prov);
 /* libfabric's version as "1.17" and the path opened, or why not. */
 void hetccl_ofi_library(char *text, size_t size);
 
+/* What a communicator's registration cache did (transport/ofi_regcache.h):
+ * for tests and logs. */
+struct ofi_cache_counts {
+  uint64_t hits, misses, released;
+  int live;            /* entries held (not stale) */
+};
+struct hetccl_net_ctx;
+/* 0 and the counts of ctx's ofi state; -1 when ofi is not set up there. */
+int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out);
+
 #endif

@@ -8,49 +8,53 @@
  * for the lower rank's HELLO, as the socket transport waits for streams;
  * the lower rank returns at once.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "transport/ofi_internal.h"
 #include "util/error.h"
 #include "util/log.h"
-#include "util/sha256.h"
 #include "util/sock.h"
 #include "util/time.h"
 #include "util/wait.h"
 
+/* How long setup waits for the bootstrap's interface to be listed by a
+ * socket-based provider (pick_domain). */
+#define OFI_DOMAIN_WAIT_MS 10000
+
 const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc) {
   return st->api->strerror((int)(rc < 0 ? -rc : rc));
-}
-
-hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char *fmt, ...) {
-  char msg[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (!l->error) {
-    l->error = rc;
-    snprintf(l->error_text, sizeof l->error_text, "ofi link to rank %d: %s", l->base.peer, msg);
-  }
-  return hetccl_error(l->error, "%s", l->error_text);
-}
-
-void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]) {
-  uint8_t text[16];
-  uint32_t f = (uint32_t)from, t = (uint32_t)to;
-  memcpy(text, &st->comm_tag, 8);
-  memcpy(text + 8, &f, 4);
-  memcpy(text + 12, &t, 4);
-  hetccl_hmac_sha256(st->secret, HETCCL_SECRET_BYTES, text, sizeof text, mac);
 }
 
 static uint32_t fnv1a(const char *s) {
   uint32_t h = 2166136261u;
   for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
   return h;
+}
+
+/* What peers need of a registration: its key, or (FI_MR_RAW) its raw key
+ * and base address, which must fit an advertisement. */
+static hetcclResult_t read_keys(struct ofi_state *st, struct fid_mr *mr, struct ofi_mr_keys *k) {
+  memset(k, 0, sizeof *k);
+  if (!st->rules.raw_key) {
+    k->key = fi_mr_key(mr);
+    return hetcclSuccess;
+  }
+  size_t n = sizeof k->raw;
+  uint64_t base = 0;
+  int rc = fi_mr_raw_attr(mr, &base, k->raw, &n, 0);
+  if (rc == -FI_ETOOSMALL)
+    return hetccl_error(hetcclSystemError,
+                        "ofi: provider %s's raw key (FI_MR_RAW) has %zu bytes; an advertisement carries at most %d",
+                        st->prov, n, OFI_MR_RAW_KEY_MAX);
+  if (rc || n == 0 || n > st->rules.raw_key_bytes)
+    return hetccl_error(hetcclSystemError, "ofi: provider %s gave no usable raw key (FI_MR_RAW, %zu bytes, %zu at most): %s",
+                        st->prov, n, st->rules.raw_key_bytes, rc ? hetccl_ofi_strerror(st, rc) : "bad size");
+  k->raw_base = base;
+  k->raw_len = (uint32_t)n;
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r) {
@@ -70,9 +74,13 @@ hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_
                           hetccl_ofi_strerror(st, rc));
     }
   }
+  hetcclResult_t krc = read_keys(st, mr, &r->keys);
+  if (krc != hetcclSuccess) {
+    fi_close(&mr->fid);
+    return krc;
+  }
   r->mr = mr;
   r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  r->key = fi_mr_key(mr);
   return hetcclSuccess;
 }
 
@@ -111,6 +119,8 @@ static void free_state(struct ofi_state *st) {
   ofi_regcache_fini(&st->cache); /* registrations before the endpoint they may be bound to */
   for (struct ofi_link *l = st->dead; l;) {
     struct ofi_link *next = l->next_dead;
+    for (uint64_t q = l->sendq.head; q < l->sendq.tail; q++) /* raw keys mapped for sends left unfinished */
+      hetccl_ofi_unmap_send_key(st, hetccl_opq_at(&l->sendq, q));
     if (l->ctrl_mr) fi_close(&l->ctrl_mr->fid);
     l->ctrl_mr = NULL;
     l = next;
@@ -142,22 +152,111 @@ static void free_state(struct ofi_state *st) {
   free(st);
 }
 
-/* The entry of `list` whose source address is the address this node is
- * reached at through `ifname` (util/sock.h), else the first. */
-static struct fi_info *pick_domain(struct fi_info *list, const char *ifname) {
-  union hetccl_sockaddr want;
-  if (hetccl_sock_local_addr(ifname ? ifname : "", &want) != hetcclSuccess) return list;
+/* Whether `prov` (a provider name such as "tcp;ofi_rxm") runs over the
+ * kernel's sockets: its domains are network interfaces, and an endpoint
+ * takes the address of the domain it was opened on. */
+static int socket_based(const char *prov) {
+  static const char *const cores[] = {"tcp", "sockets", "udp", "net"};
+  for (size_t i = 0; i < sizeof cores / sizeof *cores; i++) {
+    size_t n = strlen(cores[i]);
+    if (!strncmp(prov, cores[i], n) && (prov[n] == 0 || prov[n] == ';')) return 1;
+  }
+  return 0;
+}
+
+/* The entry of `list` whose source address is `want`, or NULL. */
+static struct fi_info *entry_at(struct fi_info *list, const union hetccl_sockaddr *want) {
   for (struct fi_info *i = list; i; i = i->next) {
     const struct sockaddr *sa = i->src_addr;
-    if (!sa || sa->sa_family != want.sa.sa_family) continue;
+    if (!sa || sa->sa_family != want->sa.sa_family) continue;
     if (sa->sa_family == AF_INET && i->src_addrlen >= sizeof(struct sockaddr_in) &&
-        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == want.sin.sin_addr.s_addr)
+        ((const struct sockaddr_in *)sa)->sin_addr.s_addr == want->sin.sin_addr.s_addr)
       return i;
     if (sa->sa_family == AF_INET6 && i->src_addrlen >= sizeof(struct sockaddr_in6) &&
-        !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &want.sin6.sin6_addr, sizeof want.sin6.sin6_addr))
+        !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &want->sin6.sin6_addr, sizeof want->sin6.sin6_addr))
       return i;
   }
-  return list;
+  return NULL;
+}
+
+/* fi_getinfo for `hints` into st->info: with FI_HMEM first where this
+ * build and library have dma-buf registration, else without. */
+static int get_info(struct ofi_state *st, struct fi_info *hints) {
+  const struct ofi_api *api = st->api;
+  int frc = -FI_ENODATA;
+  st->info = NULL;
+#ifdef FI_MR_DMABUF
+  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
+   * take the domain without it when the provider has none. */
+  if (api->version() >= FI_VERSION(1, 20)) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
+    hints->caps &= ~(uint64_t)FI_HMEM;
+    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    if (frc) st->info = NULL;
+  }
+#endif
+  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  if (frc) st->info = NULL;
+  return frc ? frc : st->info ? 0 : -FI_ENODATA;
+}
+
+/* Leaves st->info holding the one domain to open. Socket-based providers
+ * (tcp) offer one domain per interface, and a peer on another host reaches
+ * only the one on the interface the bootstrap and the socket transport use
+ * (HETCCL_SOCKET_IFNAME, else the default route's): that one is taken, or
+ * setup fails. libfabric lists only interfaces the kernel reports running,
+ * and an interface just brought up (a veth, a NIC after link up) is up,
+ * with its address, but not yet running for up to about a second: the
+ * list is asked again until the interface appears (bounded by `wait_ms`)
+ * instead of taking another interface's domain, whose address (loopback)
+ * no peer on another host can reach. Hardware providers: the first. */
+static hetcclResult_t pick_domain(struct ofi_state *st, struct fi_info *hints, const char *prov, const char *ifname,
+                                  int64_t wait_ms) {
+  union hetccl_sockaddr want;
+  int frc = get_info(st, hints);
+  if (frc) return hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, st->api->strerror(-frc));
+  struct fi_info *pick = st->info;
+  if (socket_based(st->info->fabric_attr->prov_name) &&
+      hetccl_sock_local_addr(ifname ? ifname : "", &want) == hetcclSuccess) {
+    uint64_t deadline = hetccl_deadline_ms(wait_ms);
+    int asked = 1;
+    while (!(pick = entry_at(st->info, &want))) {
+      if (hetccl_expired(deadline)) {
+        char a[64];
+        hetccl_sock_str(&want, a, sizeof a);
+        return hetccl_error(hetcclSystemError,
+                            "ofi: provider %s offers no domain on the interface of %s (%s%s) after %d tries in %lld "
+                            "ms: libfabric lists only running interfaces; check that it is running, or set "
+                            "HETCCL_SOCKET_IFNAME to one that is",
+                            st->info->fabric_attr->prov_name, a,
+                            ifname && ifname[0] ? "HETCCL_SOCKET_IFNAME=" : "the default route's",
+                            ifname && ifname[0] ? ifname : "", asked, (long long)wait_ms);
+      }
+      st->api->freeinfo(st->info);
+      struct timespec nap = {0, 20 * 1000 * 1000};
+      nanosleep(&nap, NULL);
+      asked++;
+      frc = get_info(st, hints);
+      if (frc) return hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, st->api->strerror(-frc));
+    }
+    if (asked > 1)
+      HETCCL_INFO("ofi: the interface of this rank's address appeared in libfabric's list after %d tries", asked);
+  }
+  if (pick != st->info) { /* to the front */
+    struct fi_info *prev = st->info;
+    while (prev->next != pick) prev = prev->next;
+    prev->next = pick->next;
+    pick->next = st->info;
+    st->info = pick;
+  }
+  if (st->info->next) { /* keep the chosen domain only */
+    struct fi_info *rest = st->info->next;
+    st->info->next = NULL;
+    st->api->freeinfo(rest);
+  }
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
@@ -197,43 +296,10 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
     goto fail;
   }
-  int frc = -FI_ENODATA;
-#ifdef FI_MR_DMABUF
-  /* GPU memory as dma-buf (libfabric 1.20): ask for FI_HMEM first, and
-   * take the domain without it when the provider has none. */
-  if (api->version() >= FI_VERSION(1, 20)) {
-    hints->caps |= FI_HMEM;
-    hints->domain_attr->mr_mode |= FI_MR_HMEM;
-    frc = api->getinfo(FI_VERSION(1, 20), NULL, NULL, 0, hints, &st->info);
-    hints->caps &= ~(uint64_t)FI_HMEM;
-    hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
-    if (frc) st->info = NULL;
-  }
-#endif
-  if (frc) frc = api->getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &st->info);
+  int64_t wait_ms = ctx->timeout_ms > 0 && ctx->timeout_ms < OFI_DOMAIN_WAIT_MS ? ctx->timeout_ms : OFI_DOMAIN_WAIT_MS;
+  rc = pick_domain(st, hints, prov, ctx->socket_ifname, wait_ms);
   api->freeinfo(hints);
-  if (frc || !st->info) {
-    rc = hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, api->strerror(-frc));
-    st->info = NULL;
-    goto fail;
-  }
-  /* Socket-based providers (tcp) offer one domain per interface: take the
-   * one on the interface the bootstrap and the socket transport use
-   * (HETCCL_SOCKET_IFNAME, else the default route's), so that ranks on
-   * other hosts can reach it; else (hardware providers) the first. */
-  struct fi_info *pick = pick_domain(st->info, ctx->socket_ifname);
-  if (pick != st->info) {
-    struct fi_info *prev = st->info;
-    while (prev->next != pick) prev = prev->next;
-    prev->next = pick->next; /* the list without pick, freed below */
-    pick->next = st->info;
-    st->info = pick;
-  }
-  if (st->info->next) { /* keep the chosen domain only */
-    struct fi_info *rest = st->info->next;
-    st->info->next = NULL;
-    api->freeinfo(rest);
-  }
+  if (rc != hetcclSuccess) goto fail;
   snprintf(st->prov, sizeof st->prov, "%s", st->info->fabric_attr->prov_name);
   st->prov_hash = fnv1a(st->prov);
   st->key_size = st->info->domain_attr->mr_key_size;
@@ -244,9 +310,11 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     rc = hetccl_error(hetcclSystemError, "ofi: provider %s: %s", st->prov, st->rules.why);
     goto fail;
   }
-  if (st->inject_size < sizeof(struct ofi_ctrl)) {
-    rc = hetccl_error(hetcclSystemError, "ofi: provider %s injects %zu bytes; control messages need %zu", st->prov,
-                      st->inject_size, sizeof(struct ofi_ctrl));
+  /* Control messages go inline: 64 bytes, an RTR's raw key after them. */
+  size_t ctrl_max = sizeof(struct ofi_ctrl) + (st->rules.raw_key ? st->rules.raw_key_bytes : 0);
+  if (st->inject_size < ctrl_max) {
+    rc = hetccl_error(hetcclSystemError, "ofi: provider %s injects %zu bytes; control messages need %zu%s", st->prov,
+                      st->inject_size, ctrl_max, st->rules.raw_key ? " (64 and a raw key, FI_MR_RAW)" : "");
     goto fail;
   }
   if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
@@ -276,6 +344,16 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
 fail:
   free_state(st);
   return rc;
+}
+
+int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  *out = (struct ofi_cache_counts){.hits = st->cache.hits, .misses = st->cache.misses,
+                                   .released = st->cache.released, .live = st->cache.n};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
 }
 
 void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
@@ -383,8 +461,9 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
    * connects (software providers move data only while polled). */
   struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
-  hello->msg = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
-  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.mac);
+  memset(&hello->msg, 0, sizeof hello->msg);
+  hello->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.c.mac);
   st->links[peer] = l;
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
   struct hetccl_backoff bo;
@@ -393,7 +472,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   /* Ours sent; the lower rank's received (the higher rank waits, as socket streams). */
   while (rc == hetcclSuccess && (!l->hello_sent || (ctx->rank > peer && !l->hello_ok))) {
     if (!posted) {
-      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
+      ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg.c, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
                              fa, OFI_CTRL_TAG | (uint64_t)st->rank, &hello->ctx);
       if (src == 0)
         posted = 1;
@@ -450,9 +529,10 @@ void hetccl_ofi_close(hetccl_link *link) {
  * NIC reads and writes it directly. Only with libfabric 1.20's headers;
  * compiled against 2.x's, never run (no RDMA NIC where it was written). The
  * contract carries no device kind yet, so the interface is CUDA's. */
-static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle *h, struct ofi_reg *r) {
+hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
+                                     struct ofi_reg *r) {
 #ifdef FI_MR_DMABUF
-  struct fi_mr_dmabuf buf = {.fd = h->dmabuf_fd, .offset = 0, .len = h->bytes, .base_addr = h->base};
+  struct fi_mr_dmabuf buf = {.fd = fd, .offset = offset, .len = bytes, .base_addr = base};
   struct fi_mr_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.dmabuf = &buf;
@@ -468,18 +548,25 @@ static hetcclResult_t reg_dmabuf(struct ofi_state *st, struct hetccl_mem_handle 
   }
   if (rc) {
     if (mr) fi_close(&mr->fid);
-    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", h->dmabuf_fd,
-                        h->bytes, st->prov, hetccl_ofi_strerror(st, rc));
+    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", fd, bytes,
+                        st->prov, hetccl_ofi_strerror(st, rc));
+  }
+  hetcclResult_t krc = read_keys(st, mr, &r->keys);
+  if (krc != hetcclSuccess) {
+    fi_close(&mr->fid);
+    return krc;
   }
   r->mr = mr;
-  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  r->key = fi_mr_key(mr);
-  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", h->bytes, st->prov);
+  /* Device memory always goes with its descriptor (FI_MR_HMEM asks for it). */
+  r->desc = fi_mr_desc(mr);
+  r->lo = (uintptr_t)base;
+  r->hi = (uintptr_t)base + bytes;
+  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", bytes, st->prov);
   return hetcclSuccess;
 #else
-  (void)r;
+  (void)base, (void)bytes, (void)offset, (void)r;
   return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
-                      "FI_MR_DMABUF (provider %s)", h->dmabuf_fd, st->prov);
+                      "FI_MR_DMABUF (provider %s)", fd, st->prov);
 #endif
 }
 
@@ -496,13 +583,14 @@ hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_ha
   struct ofi_reg *r = calloc(1, sizeof *r);
   if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
   pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = h->dmabuf_fd >= 0 ? reg_dmabuf(st, h, r) : hetccl_ofi_reg(st, h->base, h->bytes, r);
+  hetcclResult_t rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(st, h->base, h->bytes, h->dmabuf_fd, 0, r)
+                                        : hetccl_ofi_reg(st, h->base, h->bytes, r);
   pthread_mutex_unlock(&st->lock);
   if (rc != hetcclSuccess) {
     free(r);
     return rc;
   }
-  h->key = r->key;
+  h->key = r->keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
   h->priv = r;
   return hetcclSuccess;
 }

@@ -142,6 +142,10 @@ static int ofi_probe(char *why, size_t why_size) {
 }
 #else
 int hetccl_ofi_built(void) { return 0; }
+int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out) {
+  (void)ctx, (void)out;
+  return -1;
+}
 int hetccl_ofi_is_software(const char *prov) {
   (void)prov;
   return 0;

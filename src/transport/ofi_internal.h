@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "transport/ofi_api.h"
 #include "transport/ofi_mr.h"
@@ -78,9 +79,25 @@ struct ofi_ctrl {
   };
   uint64_t sig_count;
   int32_t sig_root;
-  uint32_t reserved;
+  uint32_t raw_len;      /* RTR with raw keys (FI_MR_RAW): bytes of raw key after the 64; else 0 */
 };
 _Static_assert(sizeof(struct ofi_ctrl) == 64, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
+
+/* A control message as it travels: 64 bytes, and an RTR's raw key after
+ * them when the provider's keys are raw (key then holds its base). */
+struct ofi_ctrl_wire {
+  struct ofi_ctrl c;
+  uint8_t raw[OFI_MR_RAW_KEY_MAX];
+};
+static inline size_t ofi_ctrl_wire_len(const struct ofi_ctrl_wire *w) {
+  return sizeof w->c + (w->c.raw_len <= OFI_MR_RAW_KEY_MAX ? w->c.raw_len : OFI_MR_RAW_KEY_MAX);
+}
+static inline void ofi_ctrl_put_advert(struct ofi_ctrl_wire *w, const struct ofi_mr_advert *a) {
+  w->c.addr = a->addr;
+  w->c.key = a->key;
+  w->c.raw_len = a->raw_len;
+  memcpy(w->raw, a->raw, a->raw_len <= OFI_MR_RAW_KEY_MAX ? a->raw_len : OFI_MR_RAW_KEY_MAX);
+}
 
 static inline void ofi_ctrl_put_sig(struct ofi_ctrl *c, const struct hetccl_call_sig *s) {
   c->sig_kind = s->kind;
@@ -142,7 +159,7 @@ struct ofi_op_ctx {
 
 struct ofi_ctrl_recv {
   struct ofi_op_ctx ctx;
-  struct ofi_ctrl msg;
+  struct ofi_ctrl_wire msg;
 };
 
 struct ofi_write {
@@ -157,6 +174,7 @@ struct ofi_rx_slot {
   struct ofi_op_ctx ctx;   /* eager: its tagged receive's context */
   int busy;
   int eager;               /* lands in the link's eager slot, as a tagged message */
+  int eager_direct;        /* ... in the buffer itself instead (device staging, link_devmem.h) */
   size_t eager_len;        /* what arrived (the sender's size) */
   uint32_t eager_key;      /* its immediate data: the sender's ofi_sig_key32 (0: none) */
   uint64_t msg;
@@ -179,7 +197,8 @@ struct ofi_stage {
 /* The sender's record of an RTR (by slot). */
 struct ofi_rtr {
   int valid;
-  uint64_t msg, bytes, addr, key;
+  uint64_t msg, bytes;
+  struct ofi_mr_advert adv;        /* where to write (the key, or the raw key to map) */
   struct hetccl_call_sig sig;      /* the receive's call */
 };
 
@@ -193,6 +212,10 @@ struct ofi_link {
   int hello_ok;                    /* the peer's HELLO arrived and proved the secret */
   int hello_sent;                  /* ours left (its send completed) */
   int mismatch_pending;            /* our MISMATCH has not left yet: test() drives it out before failing */
+  int mm_due;                      /* a MISMATCH owed to the peer, not yet sent: message, our size, our call */
+  uint64_t mm_due_msg;
+  size_t mm_due_bytes;
+  struct hetccl_call_sig mm_due_sig;
   hetcclResult_t error;            /* sticky */
   int sig_mismatch;                /* error is a call mismatch: mm_expected (the receive's), mm_sent */
   struct hetccl_call_sig mm_expected, mm_sent;
@@ -221,7 +244,7 @@ struct ofi_link {
   /* Control. */
   struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's and MISMATCH's buffers */
   struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
-  struct ofi_ctrl *ctrl_out;          /* queued after -FI_EAGAIN */
+  struct ofi_ctrl_wire *ctrl_out;     /* queued after -FI_EAGAIN */
   int nctrl_out, cap_ctrl_out;
   struct ofi_link *next_dead;         /* closed links, freed at teardown */
 };
@@ -253,6 +276,25 @@ struct ofi_state {
   struct ofi_regcache cache;
 };
 
+/* ofi_ctrl.c: control messages received (no libfabric calls) */
+/* The form of a received control message of `len` bytes: 0 and a copy in
+ * *out when it is one this link may act on (size, magic, tag, type, raw
+ * key length); else -1 and why. */
+int hetccl_ofi_ctrl_parse(const void *buf, size_t len, uint32_t comm_tag, const struct ofi_mr_rules *rules,
+                          struct ofi_ctrl_wire *out, char *why, size_t why_size);
+/* Acts on a received control message (lock held): a bad one fails the link. */
+void hetccl_ofi_on_ctrl(struct ofi_link *l, const void *buf, size_t len);
+/* The sender's check of an advertisement against its send: sizes, then
+ * calls. 0: they agree; else the link has failed and a MISMATCH is owed
+ * (mm_due). */
+int hetccl_ofi_send_disagrees(struct ofi_link *l, uint64_t msg, size_t bytes, const struct hetccl_call_sig *sent,
+                              uint64_t rtr_bytes, const struct hetccl_call_sig *expected);
+/* The link's sticky error, repeated (a call mismatch through callsig). */
+hetcclResult_t hetccl_ofi_link_error(struct ofi_link *l);
+/* Fails the link for a call mismatch, naming both calls (`expected`: the receive's). */
+hetcclResult_t hetccl_ofi_fail_mismatch(struct ofi_link *l, const struct hetccl_call_sig *expected,
+                                        const struct hetccl_call_sig *sent);
+
 /* ofi_conn.c */
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
 hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
@@ -264,12 +306,20 @@ void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h)
 /* A registration of [base, base + bytes) (the cache's callback). */
 hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r);
 void hetccl_ofi_dereg(void *state, struct ofi_reg *r);
+/* Registers device memory given as the dma-buf `fd` from `offset` (libfabric
+ * 1.20+ headers; else refused with the reason); lock held. */
+hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
+                                     struct ofi_reg *r);
+/* The "link.device_memory" extension (ofi_devmem.c, transport/link_devmem.h). */
+const void *hetccl_ofi_extension(hetccl_link *link, const char *name);
 /* Posts control receive i of a link again. */
 hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i);
 /* The libfabric error text of rc (negative). */
 const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc);
 /* Sends a control message (queued after -FI_EAGAIN; ofi.c). */
-hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl *c);
+hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl_wire *c);
+/* Unmaps a send's mapped raw key (FI_MR_RAW), if it has one (ofi.c). */
+void hetccl_ofi_unmap_send_key(struct ofi_state *st, struct hetccl_opq_entry *op);
 /* Polls the queue once and advances every link (ofi.c); lock held. */
 hetcclResult_t hetccl_ofi_progress(struct ofi_state *st);
 /* The HELLO's MAC from `from` to `to`. */

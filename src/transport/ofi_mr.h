@@ -10,8 +10,11 @@
  *                    without it, by the offset from the region's start
  *   FI_MR_PROV_KEY   the provider picks keys (read them after registering);
  *                    without it HetCCL requests unique keys
- *   FI_MR_RAW        keys longer than 64 bits: refused (the link's
- *                    advertisements carry a 64-bit key)
+ *   FI_MR_RAW        keys are raw bytes (up to OFI_MR_RAW_KEY_MAX; longer
+ *                    ones are refused) read with fi_mr_raw_attr, with a
+ *                    base address: both travel in the advertisement, and
+ *                    the writer maps them to a 64-bit key with
+ *                    fi_mr_map_raw for its writes (fi_mr_unmap_key after)
  *   FI_MR_ENDPOINT   a region is bound to the endpoint and enabled before use
  *   FI_MR_ALLOCATED  only allocated pages may be registered: HetCCL only
  *                    registers buffers it or the user allocated, so nothing
@@ -35,7 +38,12 @@
 #define OFI_MR_ENDPOINT (1u << 9)
 
 /* The mode bits HetCCL offers a provider in its hints (all it handles). */
-#define OFI_MR_HANDLED (OFI_MR_LOCAL | OFI_MR_VIRT_ADDR | OFI_MR_ALLOCATED | OFI_MR_PROV_KEY | OFI_MR_ENDPOINT)
+#define OFI_MR_HANDLED \
+  (OFI_MR_LOCAL | OFI_MR_VIRT_ADDR | OFI_MR_ALLOCATED | OFI_MR_PROV_KEY | OFI_MR_ENDPOINT | OFI_MR_RAW)
+
+/* The longest raw key an advertisement carries (FI_MR_RAW): a control
+ * message is 64 bytes plus the raw key, sent inline. */
+#define OFI_MR_RAW_KEY_MAX 64
 
 struct ofi_mr_rules {
   int usable;            /* 0: the provider's mode cannot be met (why says which bit) */
@@ -44,6 +52,8 @@ struct ofi_mr_rules {
   int virt_addr;         /* remote address = virtual address; else offset in the region */
   int prov_key;          /* read the key from the provider; else request one */
   int bind_endpoint;     /* fi_mr_bind(mr, ep) + fi_mr_enable(mr) after fi_mr_reg */
+  int raw_key;           /* keys are raw bytes (fi_mr_raw_attr), mapped by the writer (fi_mr_map_raw) */
+  size_t raw_key_bytes;  /* raw_key: the provider's key size, at most OFI_MR_RAW_KEY_MAX */
   const char *why;       /* when !usable */
 };
 
@@ -60,5 +70,40 @@ static inline uint64_t ofi_mr_remote_addr(const struct ofi_mr_rules *r, const vo
  * ignore it (0); requested ones are taken from a counter that wraps within
  * the provider's key size. */
 uint64_t ofi_mr_requested_key(const struct ofi_mr_rules *r, uint64_t *counter, size_t key_size);
+
+/* What a registration gives peers (filled at registration): its 64-bit key,
+ * or with raw keys the raw bytes and the base address fi_mr_raw_attr gave. */
+struct ofi_mr_keys {
+  uint64_t key;          /* not raw: fi_mr_key */
+  uint64_t raw_base;     /* raw: the base address the peer maps with */
+  uint32_t raw_len;      /* raw: bytes of raw */
+  uint8_t raw[OFI_MR_RAW_KEY_MAX];
+};
+
+/* Where an advertisement says a peer may write: address of byte 0, and
+ * the key (not raw) or the raw key and its base (raw). */
+struct ofi_mr_advert {
+  uint64_t addr;
+  uint64_t key;          /* not raw: the key; raw: raw_base */
+  uint32_t raw_len;      /* 0 unless raw */
+  uint8_t raw[OFI_MR_RAW_KEY_MAX];
+};
+
+/* The advertisement of byte `offset` of a region registered at `base`
+ * with keys `k`. */
+void ofi_mr_advert_of(const struct ofi_mr_rules *r, const void *base, size_t offset, const struct ofi_mr_keys *k,
+                      struct ofi_mr_advert *a);
+
+/* Maps a raw key to the 64-bit key writes use (fi_mr_map_raw); 0 or a
+ * negative libfabric error. */
+typedef int (*ofi_mr_map_fn)(void *arg, uint64_t raw_base, const uint8_t *raw, size_t raw_len, uint64_t *key);
+
+/* The writer's key for an advertisement received: the advertised key, or
+ * (raw) the mapped one, *mapped = 1 (unmap it after the writes). 0, or a
+ * negative error: -22 (EINVAL) a raw key's length that is 0, over
+ * OFI_MR_RAW_KEY_MAX or over the provider's size, or a raw key where none
+ * is expected (why says which); the map function's error. */
+int ofi_mr_write_key(const struct ofi_mr_rules *r, const struct ofi_mr_advert *a, ofi_mr_map_fn map, void *arg,
+                     uint64_t *key, int *mapped, char *why, size_t why_size);
 
 #endif

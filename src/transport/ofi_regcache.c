@@ -50,13 +50,48 @@ void ofi_regcache_fini(struct ofi_regcache *c) {
     }
   pthread_mutex_unlock(&g_caches_lock);
   while (c->n) release(c, unlist(c, c->n - 1));
+  /* Fixed entries still here were never removed (an executor that was
+   * aborted keeps its memory): released with the rest. */
+  while (c->nfixed) release(c, c->fixed[--c->nfixed]);
+  free(c->fixed);
+  c->fixed = NULL;
+  c->nfixed = c->fixed_cap = 0;
   free(c->regs);
   c->regs = NULL;
   c->cap = 0;
 }
 
+hetcclResult_t ofi_regcache_add_fixed(struct ofi_regcache *c, struct ofi_reg *r) {
+  if (c->nfixed == c->fixed_cap) {
+    int ncap = c->fixed_cap ? c->fixed_cap * 2 : 4;
+    struct ofi_reg **n = realloc(c->fixed, (size_t)ncap * sizeof *n);
+    if (!n) return hetccl_error(hetcclSystemError, "ofi: out of memory for a registration");
+    c->fixed = n;
+    c->fixed_cap = ncap;
+  }
+  r->fixed = 1;
+  c->fixed[c->nfixed++] = r;
+  return hetcclSuccess;
+}
+
+void ofi_regcache_remove_fixed(struct ofi_regcache *c, struct ofi_reg *r) {
+  for (int i = 0; i < c->nfixed; i++)
+    if (c->fixed[i] == r) {
+      c->fixed[i] = c->fixed[--c->nfixed];
+      return;
+    }
+}
+
+struct ofi_reg *ofi_regcache_find_fixed(const struct ofi_regcache *c, const void *base, size_t bytes) {
+  uintptr_t lo = (uintptr_t)base, hi = lo + (bytes ? bytes : 1);
+  for (int i = 0; i < c->nfixed; i++)
+    if (c->fixed[i]->lo <= lo && hi <= c->fixed[i]->hi) return c->fixed[i];
+  return NULL;
+}
+
 hetcclResult_t ofi_regcache_get(struct ofi_regcache *c, const void *base, size_t bytes, struct ofi_reg **out) {
   uintptr_t lo = (uintptr_t)base, hi = lo + (bytes ? bytes : 1);
+  if ((*out = ofi_regcache_find_fixed(c, base, bytes)) != NULL) return hetcclSuccess;
   for (int i = 0; c->enabled && i < c->n; i++) {
     struct ofi_reg *r = c->regs[i];
     if (r->lo <= lo && hi <= r->hi) {
@@ -94,6 +129,7 @@ hetcclResult_t ofi_regcache_get(struct ofi_regcache *c, const void *base, size_t
 }
 
 void ofi_regcache_put(struct ofi_regcache *c, struct ofi_reg *r) {
+  if (r->fixed) return; /* its owner's */
   if (--r->refs > 0) return;
   if (r->stale) {
     release(c, r); /* already unlisted */

@@ -26,15 +26,18 @@
 #include <stdint.h>
 
 #include "hetccl.h"
+#include "transport/ofi_mr.h"
 #include "transport/transport.h" /* hetccl_transport_forget_range */
 
 struct ofi_reg {
   uintptr_t lo, hi;    /* the registered range, whole pages */
   void *mr;            /* the owner's (struct fid_mr *) */
   void *desc;          /* local descriptor */
-  uint64_t key;        /* for peers */
+  struct ofi_mr_keys keys; /* for peers: the key, or the raw key (FI_MR_RAW) */
   int refs;            /* transfers using it */
   int stale;           /* invalidated while in use: released at the last put */
+  int fixed;           /* added by its owner (device memory, link_devmem.h): found first, never
+                          invalidated or released by the cache, gone only by ofi_regcache_remove_fixed */
 };
 
 struct ofi_regcache {
@@ -45,6 +48,8 @@ struct ofi_regcache {
   pthread_mutex_t *lock;   /* the owner's lock (taken by forget_range only) */
   int enabled;             /* 0: every get registers, every put releases */
   struct ofi_reg **regs;   /* live entries (not stale) */
+  struct ofi_reg **fixed;  /* the owner's fixed entries */
+  int nfixed, fixed_cap;
   int n, cap;
   uint64_t hits, misses, released;  /* for tests and INFO logs */
   struct ofi_regcache *next_cache;  /* every cache of the process */
@@ -60,6 +65,14 @@ void ofi_regcache_fini(struct ofi_regcache *c);
 hetcclResult_t ofi_regcache_get(struct ofi_regcache *c, const void *base, size_t bytes, struct ofi_reg **out);
 /* Done with it: refs - 1; releases a stale entry (or any, cache disabled). */
 void ofi_regcache_put(struct ofi_regcache *c, struct ofi_reg *r);
+/* Fixed entries: a registration the owner made itself (device memory given
+ * as a dma-buf), which get finds before any other, even with the cache
+ * disabled, and put leaves alone. The owner releases it after removing it. */
+hetcclResult_t ofi_regcache_add_fixed(struct ofi_regcache *c, struct ofi_reg *r);
+void ofi_regcache_remove_fixed(struct ofi_regcache *c, struct ofi_reg *r);
+/* The fixed entry covering [base, base + bytes), or NULL. */
+struct ofi_reg *ofi_regcache_find_fixed(const struct ofi_regcache *c, const void *base, size_t bytes);
+
 /* Forgets every entry overlapping [base, base + bytes): released now, or
  * at its last put when in use. */
 void ofi_regcache_invalidate(struct ofi_regcache *c, const void *base, size_t bytes);

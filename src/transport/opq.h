@@ -24,6 +24,8 @@ struct hetccl_opq_entry {
   size_t finished;        /* bytes whose handling has completed */
   uint32_t inflight;      /* pieces issued but not yet finished (socket sends) */
   struct hetccl_call_sig sig; /* sends: carried by every piece; receives: what a piece must carry */
+  uint64_t remote_key;    /* ofi sends: the key of the peer's region its writes use */
+  int remote_key_set;     /* ofi: 0 none yet, 1 as advertised, 2 mapped from a raw key (unmapped when done) */
 };
 
 /* The signature an operation was posted with (NULL: unchecked). */

@@ -71,6 +71,8 @@ hetcclResult_t hetccl_shm_lane_open(const struct hetccl_shm_seg *seg, int from, 
   lane->data_bytes = data_bytes;
   lane->produced = &page->produced;
   lane->consumed = &page->consumed;
+  lane->produced_resets = &page->produced_resets;
+  lane->consumed_resets = &page->consumed_resets;
   return hetcclSuccess;
 }
 

@@ -98,7 +98,11 @@ int hetccl_shm_seg_window(const struct hetccl_shm_seg *seg, int side, struct het
                                    .grow_max = h->window_max > h->window_bytes ? h->window_max : h->window_bytes,
                                    .tx_data = tx + HETCCL_SHM_ALIGN, .rx_data = rx + HETCCL_SHM_ALIGN,
                                    .tx_produced = &tc->produced, .tx_consumed = &tc->consumed,
-                                   .rx_produced = &rc->produced, .rx_consumed = &rc->consumed};
+                                   .rx_produced = &rc->produced, .rx_consumed = &rc->consumed,
+                                   .tx_produced_resets = &tc->produced_resets,
+                                   .tx_consumed_resets = &tc->consumed_resets,
+                                   .rx_produced_resets = &rc->produced_resets,
+                                   .rx_consumed_resets = &rc->consumed_resets};
   return 1;
 }
 

@@ -15,7 +15,7 @@
 #include "transport/transport.h"
 
 #define HETCCL_SHM_MAGIC 0x68657463636c736dull /* "hetcclsm" */
-#define HETCCL_SHM_VERSION 4u /* 4: slots carry call signatures; mismatch reports */
+#define HETCCL_SHM_VERSION 5u /* 4: slots carry call signatures; mismatch reports. 5: window counter pages carry restart counts */
 #define HETCCL_SHM_ALIGN 4096u
 #define HETCCL_SHM_NAME_BYTES 64
 
@@ -86,10 +86,13 @@ struct hetccl_shm_seg {
   int creator;       /* this side made (and may still have to unlink) it */
 };
 
-/* Counters of one direction of a device window, in its first page. */
+/* Counters of one direction of a device window, in its first page
+ * (produced_resets, consumed_resets: shm_window.h). */
 struct hetccl_shm_window_ctrl {
   _Alignas(64) _Atomic uint32_t produced;
   _Alignas(64) _Atomic uint32_t consumed;
+  _Alignas(64) _Atomic uint32_t produced_resets;
+  _Alignas(64) _Atomic uint32_t consumed_resets;
 };
 
 /* The first page of a lane (struct hetccl_link_lane): its counters, and
@@ -98,6 +101,8 @@ struct hetccl_shm_lane_page {
   _Alignas(64) _Atomic uint32_t produced;
   _Alignas(64) _Atomic uint32_t consumed;
   _Alignas(64) _Atomic uint32_t attached;
+  _Alignas(64) _Atomic uint32_t produced_resets;
+  _Alignas(64) _Atomic uint32_t consumed_resets;
 };
 
 /* Lane `gen` from side `from` to the other side of the link of `seg`

@@ -23,8 +23,10 @@
  * receiver's kernel reads it, with no CPU copy and no message on the link.
  * Each direction has `data_bytes` of data and two 32-bit counters, written
  * from device streams (or the host) and waited on by the other side's
- * streams: `produced` by the sender, `consumed` by the receiver. What the
- * counters count is the user's business (exec/window.h); both start at 0.
+ * streams: `produced` by the sender, `consumed` by the receiver; and two
+ * more words for restarting them, `produced_resets` written by the sender
+ * and `consumed_resets` by the receiver. What they count is the user's
+ * business (exec/window.h); all start at 0.
  * Everything lies inside [base, base + bytes), page-aligned, for one
  * registration with the device.
  */
@@ -36,12 +38,15 @@ struct hetccl_link_window {
   uint8_t *tx_data, *rx_data;     /* this side sends through tx, receives through rx */
   _Atomic uint32_t *tx_produced, *tx_consumed;
   _Atomic uint32_t *rx_produced, *rx_consumed;
+  _Atomic uint32_t *tx_produced_resets, *tx_consumed_resets;
+  _Atomic uint32_t *rx_produced_resets, *rx_consumed_resets;
 };
 
 /*
  * A lane: a further window in one direction of a link that has one (both
  * ends open it, in either order, with the same arguments and map the same
- * memory): one page holding the two counters (both start at 0), then
+ * memory): one page holding the two counters and the two restart words
+ * of the window's (all start at 0), then
  * `data_bytes` of data; everything in [base, base + bytes), page-aligned.
  */
 struct hetccl_link_lane {
@@ -50,6 +55,7 @@ struct hetccl_link_lane {
   uint8_t *data;
   size_t data_bytes;
   _Atomic uint32_t *produced, *consumed;
+  _Atomic uint32_t *produced_resets, *consumed_resets;
   char name[64];
 };
 

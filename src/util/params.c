@@ -53,6 +53,11 @@ static const struct hetccl_setting g_items[] = {
     {.name = "HETCCL_SHM_WINDOW_EPOCH", .kind = HETCCL_SETTING_BYTES, .dflt = "512G", .min = 4 * KIB,
      .max = 512 * GIB, .multiple = 256, .agreed = 1, AT(shm_window_epoch),
      .help = "bytes through a device window lane before its counters restart from 0 (lower only to test)"},
+    /* 2^31 values: the flag stays at or below 2^31, where unsigned (HIP) and
+     * wrap-around (CUDA) waits agree (exec/progress.h, "Epochs"). */
+    {.name = "HETCCL_PROGRESS_EPOCH", .kind = HETCCL_SETTING_INT, .dflt = "2147483648", .min = 1,
+     .max = (int64_t)1 << 31, AT(progress_epoch),
+     .help = "values of the progress engine's flag before it restarts from 0 on its other word (lower only to test)"},
 };
 #undef AT
 

@@ -27,6 +27,7 @@ struct hetccl_params {
   int64_t trace_events;       /* HETCCL_TRACE_EVENTS: events a timeline holds */
   size_t shm_window_epoch;    /* HETCCL_SHM_WINDOW_EPOCH: bytes through a device window lane between counter restarts */
   int64_t check_calls;        /* HETCCL_CHECK_CALLS: 1: messages carry call signatures, compared on receipt */
+  int64_t progress_epoch;     /* HETCCL_PROGRESS_EPOCH: flag values of the progress engine between restarts */
   int64_t net_device_memory;  /* HETCCL_NET_DEVICE_MEMORY: 1: links that move device memory get GPU staging */
 };
 

@@ -43,7 +43,7 @@ struct si_comm {
   struct segment *seg;
   size_t seg_bytes;
   _Atomic int async_error;
-  struct { int used, dt; uint64_t scalar; } ops[MAX_OPS];
+  struct { int used, dt; uint64_t scalar; const void *at; } ops[MAX_OPS];
 };
 
 static double now_s(void) {
@@ -134,7 +134,7 @@ int si_comm_destroy(struct si_comm *c) {
 
 int si_comm_async_error(struct si_comm *c) { return c ? atomic_load(&c->async_error) : SI_INVALID_ARGUMENT; }
 
-int si_redop_create(struct si_comm *c, int *op, const void *scalar, int dt) {
+int si_redop_create(struct si_comm *c, int *op, const void *scalar, int dt, int device) {
   size_t esz = hetccl_type_size((hetcclDataType_t)dt);
   if (!c || !op || !scalar || !esz || dt >= hetcclFloat8e4m3) return SI_INVALID_ARGUMENT; /* as NCCL: no fp8 */
   for (int i = 0; i < MAX_OPS; i++)
@@ -142,7 +142,8 @@ int si_redop_create(struct si_comm *c, int *op, const void *scalar, int dt) {
       c->ops[i].used = 1;
       c->ops[i].dt = dt;
       c->ops[i].scalar = 0;
-      memcpy(&c->ops[i].scalar, scalar, esz); /* the element in the low bytes */
+      c->ops[i].at = device ? scalar : NULL;
+      if (!device) memcpy(&c->ops[i].scalar, scalar, esz); /* the element in the low bytes */
       *op = NUM_BUILTIN_OPS + i;
       return SI_SUCCESS;
     }
@@ -177,6 +178,7 @@ static int redop_of(struct si_comm *c, int op, int dt, hetccl_redop *out) {
   if (i < 0 || i >= MAX_OPS || !c->ops[i].used || c->ops[i].dt != dt) return SI_INVALID_ARGUMENT;
   out->premul = 1;
   out->scalar = c->ops[i].scalar;
+  out->scalar_at = c->ops[i].at; /* read by the host reduction as it runs, in stream order */
   return SI_SUCCESS;
 }
 

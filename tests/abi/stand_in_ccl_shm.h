@@ -19,7 +19,7 @@
  * the CUDA driver it loaded (HETCCL_CUDA_LIBRARY: the stand-in CUDA driver,
  * likewise); without either it runs at once.
  * Reductions are src/device/reduce.h's host reductions, every type and op
- * (Sum, Prod, Max, Min, Avg, PreMulSum with a host scalar).
+ * (Sum, Prod, Max, Min, Avg, PreMulSum with a host or device scalar).
  *
  * Environment: STAND_IN_RCCL_TIMEOUT (seconds without progress before a
  * task gives up and the communicator reports ncclSystemError as its async
@@ -49,7 +49,10 @@ int si_comm_async_error(struct si_comm *c);
 int si_group_start(void);
 int si_group_end(void);
 
-int si_redop_create(struct si_comm *c, int *op, const void *scalar, int dt);
+/* device: the scalar stays where it is and is read when a reduction runs
+ * (NCCL's ncclScalarDevice; "device" memory is host memory here); else it
+ * is copied now (ncclScalarHostImmediate). */
+int si_redop_create(struct si_comm *c, int *op, const void *scalar, int dt, int device);
 int si_redop_destroy(struct si_comm *c, int op);
 
 enum si_coll { SI_ALLREDUCE, SI_BROADCAST, SI_REDUCE, SI_ALLGATHER, SI_REDUCESCATTER, SI_ALLTOALL };

@@ -310,6 +310,9 @@ int sg_launch(struct sg_stream *s, const struct sg_kernel *k, void **args) {
     o.redop.scalar = *(unsigned long long *)args[4];
     o.redop.combine = *(int *)args[5];
     o.premul = *(int *)args[6];
+    if (o.premul == 2) /* the kernels' HK_PREMUL_AT: args[4] holds the scalar's address, read as it runs */
+      o.redop.scalar_at = (const void *)(uintptr_t)o.redop.scalar;
+    o.premul = o.premul != 0;
     o.redop.premul = o.premul;
   } else {
     o.kind = OP_FINISH;

@@ -88,8 +88,9 @@ struct sg_kernel;
 /* The kernel of that name (hetccl_reduce_<type>, hetccl_finish_<type>), or NULL. */
 const struct sg_kernel *sg_kernel_named(const char *name);
 /* Queues k with the argument array of src/device/kernels' contract:
- * reduce (dst, a, b, count, scalar, combine, premul), finish (dst, src,
- * count, divisor). The launch geometry is the caller's to check. */
+ * reduce (dst, a, b, count, scalar, combine, premul; premul 2: `scalar`
+ * is the address of the multiplier, read when the op runs), finish (dst,
+ * src, count, divisor). The launch geometry is the caller's to check. */
 int sg_launch(struct sg_stream *s, const struct sg_kernel *k, void **args);
 
 #endif

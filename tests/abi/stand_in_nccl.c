@@ -143,10 +143,10 @@ int ncclSend(const void *s, size_t n, int dt, int peer, comm_t c, stream_t st) {
 int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) {
   COUNTED(ncclRecv, si_p2p(COMM(c), 0, r, n, dt, peer, st));
 }
-/* residence: ncclScalarDevice 0, ncclScalarHostImmediate 1; "device"
- * memory is host memory here, so both read the scalar now. */
+/* residence: ncclScalarDevice 0 (read as the reduction runs, as NCCL does;
+ * "device" memory is host memory here), ncclScalarHostImmediate 1 (now). */
 int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) {
-  return residence == 0 || residence == 1 ? si_redop_create(COMM(c), op, scalar, dt) : INVALID_USAGE;
+  return residence == 0 || residence == 1 ? si_redop_create(COMM(c), op, scalar, dt, residence == 0) : INVALID_USAGE;
 }
 int ncclRedOpDestroy(int op, comm_t c) { return si_redop_destroy(COMM(c), op); }
 

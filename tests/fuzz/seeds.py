@@ -63,3 +63,34 @@ put("socket_piece", "empty", piece(0, 3, 0, 0))
 # this build's, which the target keeps when the input is short).
 put("rank_table", "header", struct.pack("<IHHQ", 0x48435254, 1, 0, 0))
 put("rank_table", "empty", b"")
+
+# ofi_ctrl: cfg (bit 0 raw keys, bit 1 hello seen), raw key size - 1, receives
+# (count, finished, one size byte each: size index = b % 4 of 0, 100, 16 KiB,
+# 3 MiB), sends (count, advertisements seen, sizes), then messages: a pick
+# byte (< 16 the true hello; 16..175 a 128-byte wire with magic and tag set,
+# type = 1 + t % 5, bit 0 keeps raw_len, bit 1 sends it; else length + bytes).
+def ofi_ctrl(mtype, msg, nbytes=0, addr=0, key=0, raw_len=0, raw=b"", kind=0, count=0, seq=0):
+    c = struct.pack("<IBBBBII", 0, mtype - 1, kind, 0, 0, 0, seq)
+    c += struct.pack("<QQQQQiI", msg, nbytes, addr, key, count, 0, raw_len)
+    return c + raw + bytes(64 + 64 - len(c) - len(raw))
+
+
+def ofi_setup(cfg, raw_size, recvs, sends, head=0, seen=0):
+    b = bytes([cfg, raw_size - 1, len(recvs)])
+    if recvs:
+        b += bytes([head]) + bytes(recvs)
+    b += bytes([len(sends)])
+    if sends:
+        b += bytes([seen]) + bytes(sends)
+    return b
+
+
+put("ofi_ctrl", "hello-rtr", ofi_setup(0, 8, [3, 3, 1, 0], [3, 1, 1, 0]) + b"\x00" +
+    b"\x10" + ofi_ctrl(1, 0, 3 << 20, 0x1000, 77, kind=3) + b"\x10" + ofi_ctrl(1, 1, 3 << 20, 0x2000, 78, kind=3))
+put("ofi_ctrl", "raw-rtr", ofi_setup(3, 16, [3], [3]) + b"\x13" + ofi_ctrl(1, 0, 3 << 20, 0x40, 0x5a5a0000, 16,
+                                                                             bytes(range(16)), kind=3))
+put("ofi_ctrl", "empty-mismatch", ofi_setup(2, 8, [0, 3], [0]) + b"\x10" + ofi_ctrl(2, 0) + b"\x10" +
+    ofi_ctrl(3, 1, 5, kind=3))
+put("ofi_ctrl", "eager-mismatch", ofi_setup(2, 8, [], [1, 1]) + b"\x10" + ofi_ctrl(1, 0, 99, kind=1) + b"\x10" +
+    ofi_ctrl(1, 1, 100, kind=2))
+put("ofi_ctrl", "short", ofi_setup(2, 8, [1], [1]) + b"\xff\x20" + bytes(32))

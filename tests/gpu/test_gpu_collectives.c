@@ -353,9 +353,27 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
   struct ht_opspec spec = ht_opspec_make(op, c->t, caseno, scalar_raw);
   hetcclRedOp_t hop = (hetcclRedOp_t)op;
   int refused = 0;
+  /* Odd cases: the scalar in device memory (ncclScalarDevice), holding
+   * zeros when the op is made and the call enqueued; its value is copied in
+   * on the stream just before the call, so a library that reads it before
+   * the stream gets there (not in stream order) scales by 0. */
+  int device_scalar = op == HT_OP_PREMUL && (caseno & 1) && D->copy_async;
+  static void *scalar_slot[HT_MAX_RANKS];
+  void *scalar_at = scalar_raw;
+  if (device_scalar) {
+    void **slot = &scalar_slot[c->rank % HT_MAX_RANKS];
+    if (!*slot && D->mem_alloc(c->device, 64, slot) != hetcclSuccess) out_of_memory("device", 64);
+    static const unsigned char zeros[8];
+    if (!note_rc(c, "zero the device scalar", D->copy(*slot, zeros, sizeof zeros))) {
+      end_case(c);
+      return 0;
+    }
+    scalar_at = *slot;
+  }
   if (op == HT_OP_PREMUL &&
       !note_rc(c, "hetcclRedOpCreatePreMulSum",
-               hetcclRedOpCreatePreMulSum(&hop, scalar_raw, c->t, hetcclScalarHostImmediate, c->comm))) {
+               hetcclRedOpCreatePreMulSum(&hop, scalar_at, c->t,
+                                          device_scalar ? hetcclScalarDevice : hetcclScalarHostImmediate, c->comm))) {
     end_case(c);
     return 0;
   }
@@ -375,7 +393,8 @@ static int run_reduction(struct mcase *c, int coll, int op, int inplace, struct 
     if (ref) ht_redref_fill_stale(ref, &spec, recvp);
     else if (pieces && !fill_nan(recvp, c->count, c->t)) ref_pieces(c, &spec, refs->seed, rfirst, recvp, 0, NULL, 0);
   }
-  if (upload(c)) {
+  if (upload(c) && (!device_scalar || note_rc(c, "copy the scalar on the stream",
+                                               D->copy_async(scalar_at, scalar_raw, c->es, stream)))) {
     const void *ds = dev_of(c, sendp);
     void *dr = dev_of(c, recvp);
     hetcclResult_t rc;

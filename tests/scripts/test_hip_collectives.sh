@@ -28,6 +28,10 @@
 #   hip:d0,hip:d1,host with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
 #                         restarted with their handshake every 4 KiB, on the
 #                         hip pair's window and on the hip-host windows)
+#   hip,host and hip:d0,hip:d1,host staged (HETCCL_SHM_WINDOW_BYTES=0) with
+#                         HETCCL_PROGRESS_EPOCH=1 (the progress engine's
+#                         flag starts an epoch on its other word at every
+#                         staged phase; exec/progress.h)
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three- and four-domain
 # layouts. The multi-rank layouts run on ROCm 6 (the ABI branch is the
 # hip kind's, covered by the one-rank layouts on both).
@@ -77,5 +81,10 @@ run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
 # modelled by the stand-in, would not survive).
 run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K
 run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K
+# The progress engine's flag restarts at every staged phase instead of
+# after 2^31 values (exec/progress.h, "Epochs"), under the stand-in's
+# unsigned waits.
+run 6 0 0,1,7,1023,65539 hip,host HETCCL_PROGRESS_EPOCH=1
+run 6 0 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_PROGRESS_EPOCH=1
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,7 +13,8 @@
  *   - stream_wait_value32 spins on an acquire load with HETCCL_WAIT_GEQ's
  *     wrap (int32_t)(*addr - value) >= 0 (CUDA's; with fs_g.unsigned_waits,
  *     HIP's *addr >= value, unsigned) or HETCCL_WAIT_EQ;
- *     stream_write_value32 fences, then stores with release.
+ *     stream_write_value32 fences, then stores with release;
+ *     stream_memops32 takes batches of 2 to HETCCL_MEMOPS_MAX of them.
  *   - Streams sleep 0..fs_g.delay_max_us before some operations and copy or
  *     reduce in pieces in a random order, so a missing wait shows up as
  *     wrong data instead of passing by luck.
@@ -576,6 +577,18 @@ static inline hetcclResult_t fs_write_value32(hetcclStream_t stream, void *addr,
   return fs_enqueue(stream, &op);
 }
 
+/* A batch, as the cuda kind's (cuStreamBatchMemOp): 2 to HETCCL_MEMOPS_MAX
+ * operations per call; more (or fewer) is a breach of device.h. */
+static inline hetcclResult_t fs_memops32(hetcclStream_t stream, const struct hetccl_memop32 *ops, int n) {
+  if (n < 2 || n > HETCCL_MEMOPS_MAX) return fs_bad("stream_memops32 with %d operations", n);
+  for (int i = 0; i < n; i++) {
+    hetcclResult_t rc = ops[i].wait ? fs_wait_value32(stream, ops[i].dev_addr, ops[i].value, ops[i].cond)
+                                    : fs_write_value32(stream, ops[i].dev_addr, ops[i].value);
+    if (rc != hetcclSuccess) return rc;
+  }
+  return hetcclSuccess;
+}
+
 static inline hetcclResult_t fs_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                                        const hetccl_redop *op, unsigned flags, hetcclStream_t stream) {
   if ((unsigned)dt >= (unsigned)hetcclNumTypes || !op || (unsigned)op->combine > HETCCL_COMBINE_MIN)
@@ -644,7 +657,7 @@ static const struct hetccl_device_ops fs_ops FS_UNUSED = {
     .event_destroy = fs_event_destroy, .copy_async = fs_copy_async, .zero_async = fs_zero_async,
     .host_alloc = fs_host_alloc, .host_free = fs_host_free, .host_register = fs_host_register,
     .host_unregister = fs_host_unregister, .can_wait_value = fs_can_wait_value,
-    .stream_wait_value32 = fs_wait_value32, .stream_write_value32 = fs_write_value32,
+    .stream_wait_value32 = fs_wait_value32, .stream_write_value32 = fs_write_value32, .stream_memops32 = fs_memops32,
     .stream_capturing = fs_stream_capturing, .reduce = fs_reduce,
     .load_kernels = fs_load_kernels, .can_dmabuf = fs_can_dmabuf, .dmabuf_export = fs_dmabuf_export};
 

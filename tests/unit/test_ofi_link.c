@@ -6,7 +6,9 @@
  * outstanding, small pieces with one write in flight (the bound and
  * -FI_EAGAIN), a receiver that stops polling for a second while the sender
  * has everything posted, size mismatches across the eager and RMA sizes
- * (both sizes named), a provider
+ * (both sizes named), the registration cache (a buffer received into
+ * again is registered once; one freed, idle or while its advertisement is
+ * out, is released and registered afresh, its data intact), a provider
  * disagreement and a hello without the secret. Every byte is checked
  * against a pattern both sides compute; consume must see offsets in order.
  * Needs libfabric (scripts/install-deps.sh): without it every case FAILS.
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "transport/ofi.h"
 #include "transport/transport_desc.h"
 #include "util/error.h"
 #include "util/time.h"
@@ -247,6 +250,57 @@ static int rank_main(struct shared *sh, int rank, int which) {
     }
     return fails ? 1 : 0;
   }
+  case 5: { /* the registration cache over a live link: reuse, then invalidation (idle and in use) */
+    init_env(&e, sh, rank, 0x6666 + sh->seed, 0, 0);
+    if (connect_pair(&e)) return 1;
+    enum { N = 100000 }; /* above the eager size: written in place into the registered receive buffer */
+    uint8_t *buf = aligned_alloc(4096, 2 * 65536), *want = malloc(N);
+    struct ofi_cache_counts c0 = {0}, c1 = {0};
+    CHECK(&e, buf && want && hetccl_ofi_cache_counts(&e.ctx, &c0) == 0, "cache counts");
+    for (int k = 0; k < 6 && buf && want; k++) {
+      uint64_t req;
+      fill(want, N, sh->seed, 0, 100 + k);
+      if (rank == 0) memcpy(buf, want, N);
+      else memset(buf, 0xee, N);
+      hetcclResult_t rc = rank == 0 ? hetccl_link_isend(e.link, buf, N, NULL, &req)
+                                    : hetccl_link_irecv(e.link, buf, N, NULL, NULL, NULL, &req);
+      /* k == 4: the receive buffer is freed (as hetcclMemFree announces it)
+       * while its advertisement is out: the entry in use is only marked
+       * stale, the data still lands, the last user releases it. */
+      if (rank == 1 && k == 4) hetccl_transport_forget_range(buf, N);
+      if (rc == hetcclSuccess) rc = wait_req(&e, req);
+      CHECK(&e, rc == hetcclSuccess, "message %d: %d %s", k, rc, hetccl_last_error());
+      if (rank == 1) CHECK(&e, memcmp(buf, want, N) == 0, "message %d has wrong bytes", k);
+      if (rank == 1) hetccl_ofi_cache_counts(&e.ctx, &c1);
+      /* Receives 0-2 into one buffer: one registration, then hits. */
+      if (rank == 1 && k == 2)
+        CHECK(&e, c1.misses - c0.misses == 1 && c1.hits - c0.hits == 2 && c1.released == c0.released,
+              "3 receives into one buffer: %llu misses, %llu hits, %llu released (want 1, 2, 0)",
+              (unsigned long long)(c1.misses - c0.misses), (unsigned long long)(c1.hits - c0.hits),
+              (unsigned long long)(c1.released - c0.released));
+      /* Freed while idle: released at once; the next receive registers afresh. */
+      if (rank == 1 && k == 2) {
+        hetccl_transport_forget_range(buf + 10, 1);
+        struct ofi_cache_counts c2;
+        hetccl_ofi_cache_counts(&e.ctx, &c2);
+        CHECK(&e, c2.released == c1.released + 1, "an idle entry freed: %llu released, want %llu",
+              (unsigned long long)c2.released, (unsigned long long)c1.released + 1);
+      }
+      if (rank == 1 && k == 3)
+        CHECK(&e, c1.misses - c0.misses == 2, "the receive after the free registered afresh (%llu misses, want 2)",
+              (unsigned long long)(c1.misses - c0.misses));
+      if (rank == 1 && k == 4)
+        CHECK(&e, c1.released - c0.released == 2, "the entry freed in use is released after its receive "
+              "(%llu released, want 2)", (unsigned long long)(c1.released - c0.released));
+      if (rank == 1 && k == 5)
+        CHECK(&e, c1.misses - c0.misses == 3, "the receive after the free in use registered afresh (%llu misses)",
+              (unsigned long long)(c1.misses - c0.misses));
+    }
+    free(buf);
+    free(want);
+    finish(&e);
+    return e.fails ? 1 : 0;
+  }
   case 3: { /* a hello without the secret: the accepting rank refuses it */
     init_env(&e, sh, rank, 0x4444 + sh->seed, 0, 0);
     if (rank == 0) memset(e.ctx.secret, 0x11, sizeof e.ctx.secret);
@@ -319,9 +373,10 @@ int main(void) {
       "ofi: size mismatches (eager and RMA sizes) name both sizes",
       "ofi: a hello without the secret is refused",
       "ofi: call mismatches (eager, RMA, empty) name both calls, land nothing",
+      "ofi: registration cache on a live link: reuse, freed idle and in use",
   };
   int passed = 0, failed = 0;
-  for (int c = 0; c < 5; c++) {
+  for (int c = 0; c < 6; c++) {
     uint64_t t0 = hetccl_now_ns();
     int ok = run_case(sh, c);
     printf("%-66s %s (%.1f s)\n", names[c], ok ? "ok" : "FAIL", (double)(hetccl_now_ns() - t0) / 1e9);

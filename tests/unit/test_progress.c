@@ -8,7 +8,8 @@
  * holds receives back, sends go in order as their gates open, the flag counts
  * the leading run of completed receives and then the job's end, slots are
  * reused when more jobs than slots are submitted, a timeout is recorded and
- * still releases every waiter, abort and drain. The real CUDA path (events,
+ * still releases every waiter, abort and drain, the flag's epochs on its
+ * two words (progress.h). The real CUDA path (events,
  * stream waits on the flag) is tested on GPUs by tests/gpu.
  * Both ends of a link are net contexts (ranks 0 and 1) of this process: the
  * shm creator does not wait for its peer, so one thread connects rank 0 then
@@ -169,9 +170,10 @@ static void close_all(struct pair *pr, struct side *S) {
   pair_close(pr);
 }
 
-static uint32_t flag_now(struct side *s) {
-  return atomic_load_explicit((_Atomic uint32_t *)s->flag, memory_order_acquire);
+static uint32_t flag_word(struct side *s, int w) {
+  return atomic_load_explicit((_Atomic uint32_t *)&s->flag[w], memory_order_acquire);
 }
+static uint32_t flag_now(struct side *s) { return flag_word(s, 0); }
 
 /* Waits (bounded) until the flag reaches `v` in wrapping order; returns what it holds then. */
 static uint32_t wait_flag(struct side *s, uint32_t v) {
@@ -486,7 +488,10 @@ static void case_timeout(void) {
   long long ms = ms_since(t0);
   CHECK(atomic_load(&A->err) == hetcclTimeout, "error %d, expected a timeout", atomic_load(&A->err));
   CHECK(ms >= 200, "timed out after %lld ms, before the 200 ms timeout", ms);
-  CHECK(wait_flag(A, j2.final) == j2.final, "the timed-out job ended at %u, expected %u", flag_now(A), j2.final);
+  /* Released: the flag holds the value that ends every wait (progress.h). */
+  CHECK(wait_flag(A, j2.final) == HETCCL_PROGRESS_RELEASE && flag_word(A, 1) == HETCCL_PROGRESS_RELEASE,
+        "the timed-out job ended at %u (other word %u), expected both %u", flag_now(A), flag_word(A, 1),
+        HETCCL_PROGRESS_RELEASE);
 
   tjob_begin(A, &j3);
   tjob_xfer(A, &j3, pr.l[0], s3, 10, 1);
@@ -494,7 +499,10 @@ static void case_timeout(void) {
   tjob_open(&j3, 0);
   tjob_open(&j3, 1);
   tjob_submit(A, &j3);
-  CHECK(wait_flag(A, j3.final) == j3.final, "a later job ended at %u, expected %u", flag_now(A), j3.final);
+  nap_us(50000); /* the skipped job has run by now: it stores nothing lower */
+  CHECK(flag_now(A) == HETCCL_PROGRESS_RELEASE && flag_word(A, 1) == HETCCL_PROGRESS_RELEASE,
+        "a later job left the flag at %u (other word %u), expected %u", flag_now(A), flag_word(A, 1),
+        HETCCL_PROGRESS_RELEASE);
   CHECK(hetccl_link_irecv(pr.l[1], p3, 10, NULL, NULL, NULL, &req) == hetcclSuccess, "peer irecv");
   CHECK(!link_done_within(pr.l[1], req, 50) && untouched(p3, 10), "a job after the failure still sent");
   CHECK(atomic_load(&A->err) == hetcclTimeout, "the first error was replaced by %d", atomic_load(&A->err));
@@ -521,7 +529,6 @@ static void case_abort(void) {
   tjob_open(&y1, 0);
   tjob_submit(Y, &y1);
   nap_us(30000); /* both engines reach their waits */
-  uint32_t last[2] = {x[1].final, y1.final};
   for (int i = 0; i < 2; i++) {
     struct side *s = &S[i];
     CHECK(flag_now(s) == 0, "engine %d: flag %u before the abort", i, flag_now(s));
@@ -530,7 +537,9 @@ static void case_abort(void) {
     s->p = NULL;
     CHECK(ms_since(t0) < 2000, "engine %d: destroy(abort) took %lld ms", i, ms_since(t0));
     /* Every job is released, and the flag stays allocated for device work that may still wait on it. */
-    CHECK(flag_now(s) == last[i], "engine %d: flag %u after the abort, expected %u", i, flag_now(s), last[i]);
+    CHECK(flag_now(s) == HETCCL_PROGRESS_RELEASE && flag_word(s, 1) == HETCCL_PROGRESS_RELEASE,
+          "engine %d: flag words %u, %u after the abort, expected %u", i, flag_now(s), flag_word(s, 1),
+          HETCCL_PROGRESS_RELEASE);
     CHECK(atomic_load(&g_dev[s->dev].host_frees) == 0, "engine %d: the flag was freed by an abort", i);
     CHECK(atomic_load(&g_dev[s->dev].events_live) == 0, "engine %d: events left", i);
     CHECK(atomic_load(&s->err) == 0, "engine %d: the abort was recorded as error %d", i, atomic_load(&s->err));
@@ -592,6 +601,92 @@ out:
   for (int i = 0; i < 2; i++) free(s[i]), free(r[i]);
 }
 
+/* Epochs (progress.h): with 2 values per epoch, empty jobs (one value
+ * each) alternate words two by two; the first job of an epoch sets the
+ * word of the epoch before to 0 only once its gate 0 has completed (the
+ * stream has then passed every wait on it), and before its own final
+ * store; a trace mark's job takes no value and stores none. Then from just
+ * below 2^32 with the default epoch (2^31): the first job starts an epoch
+ * at 0, so no value waited for passes 2^31. An abort leaves both words
+ * released. */
+struct ejob {
+  struct tjob t;
+  int word;
+  uint32_t base;
+};
+
+static void ejob_submit(struct side *s, struct ejob *e, int trace_mark) {
+  tjob_begin(s, &e->t);
+  e->t.j->trace_mark = trace_mark;
+  tjob_submit(s, &e->t);
+  e->base = e->t.base;
+  e->word = e->t.j->flag_word;
+  CHECK(e->t.j->flag_dev == (void *)&s->flag[e->word], "a job's flag address is not its word's");
+}
+
+/* Opens e's gate 0; returns once the engine has stored e's final value. */
+static int ejob_finish(struct side *s, struct ejob *e) {
+  tjob_open(&e->t, 0);
+  uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
+  while (flag_word(s, e->word) != e->base + 1 && !hetccl_expired(deadline)) nap_us(200);
+  return flag_word(s, e->word) == e->base + 1;
+}
+
+static void case_epochs(void) {
+  struct side S = {0};
+  struct ejob e[8], m;
+  if (!side_open(&S, 0, 10000)) goto out;
+  CHECK(flag_word(&S, 1) == 0, "the second flag word starts at %u", flag_word(&S, 1));
+  hetccl_progress_set_epoch(S.p, 2, 0);
+  static const int want_word[6] = {0, 0, 1, 1, 0, 0};
+  static const uint32_t want_base[6] = {0, 1, 0, 1, 0, 1};
+  for (int i = 0; i < 6; i++) {
+    ejob_submit(&S, &e[i], 0);
+    CHECK(e[i].word == want_word[i] && e[i].base == want_base[i], "job %d: word %d base %u, expected word %d base %u",
+          i, e[i].word, e[i].base, want_word[i], want_base[i]);
+    if (i == 1) ejob_submit(&S, &m, 1); /* a trace mark between: no value */
+  }
+  CHECK(ejob_finish(&S, &e[0]) && ejob_finish(&S, &e[1]), "epoch 0's jobs did not end at 1, 2");
+  tjob_open(&m.t, 0);
+  nap_us(30000);
+  CHECK(flag_word(&S, 0) == 2 && flag_word(&S, 1) == 0, "after a trace mark's job: words %u, %u, expected 2, 0",
+        flag_word(&S, 0), flag_word(&S, 1));
+  /* Job 2 starts epoch 1 on word 1: word 0 keeps 2 while its gate is closed (a wait for 2 may still be pending). */
+  CHECK(flag_holds(&S, 2, 40) && flag_word(&S, 1) == 0, "word 0 changed before epoch 1's first gate completed");
+  CHECK(ejob_finish(&S, &e[2]), "job 2 did not end at 1 on word 1");
+  CHECK(flag_word(&S, 0) == 0, "word 0 is %u after epoch 1 began, expected 0", flag_word(&S, 0));
+  CHECK(ejob_finish(&S, &e[3]), "job 3 did not end at 2 on word 1");
+  CHECK(flag_holds(&S, 0, 30) && flag_word(&S, 1) == 2, "words %u, %u before epoch 2, expected 0, 2",
+        flag_word(&S, 0), flag_word(&S, 1));
+  CHECK(ejob_finish(&S, &e[4]) && flag_word(&S, 1) == 0, "epoch 2 began with words %u, %u, expected 1, 0",
+        flag_word(&S, 0), flag_word(&S, 1));
+  CHECK(ejob_finish(&S, &e[5]), "job 5 did not end at 2 on word 0");
+  CHECK(hetccl_progress_drain(S.p) == hetcclSuccess && !atomic_load(&S.err), "error %d", atomic_load(&S.err));
+  hetccl_progress_destroy(S.p, 0);
+  S.p = NULL;
+  memset(&g_dev[0], 0, sizeof g_dev[0]);
+
+  /* From just below the wrap, with the default epoch. */
+  if (!side_open(&S, 0, 10000)) goto out;
+  hetccl_progress_set_epoch(S.p, (uint32_t)1 << 31, 0xfffffff0u);
+  CHECK(flag_word(&S, 0) == 0xfffffff0u, "start value not stored");
+  ejob_submit(&S, &e[6], 0);
+  ejob_submit(&S, &e[7], 0);
+  CHECK(e[6].word == 1 && e[6].base == 0 && e[7].word == 1 && e[7].base == 1,
+        "after 0xfffffff0: word %d base %u, word %d base %u; expected word 1 from 0", e[6].word, e[6].base,
+        e[7].word, e[7].base);
+  CHECK(ejob_finish(&S, &e[6]) && flag_word(&S, 0) == 0, "the first job from the wrap: words %u, %u",
+        flag_word(&S, 0), flag_word(&S, 1));
+  /* Abort with job 7's gate closed: both words are released. */
+  hetccl_progress_destroy(S.p, 1);
+  S.p = NULL;
+  CHECK(flag_word(&S, 0) == HETCCL_PROGRESS_RELEASE && flag_word(&S, 1) == HETCCL_PROGRESS_RELEASE,
+        "after an abort: words %u, %u, expected %u", flag_word(&S, 0), flag_word(&S, 1), HETCCL_PROGRESS_RELEASE);
+  free(S.flag); /* an abort leaves the flag to device work */
+out:
+  side_close(&S);
+}
+
 static void on_alarm(int sig) {
   (void)sig;
   const char *c = g_case;
@@ -610,6 +705,7 @@ int main(void) {
       {"timeout recorded, waiters released, later jobs skipped", case_timeout},
       {"destroy(abort) on a closed gate and a silent peer", case_abort},
       {"drain waits for every submitted job", case_drain},
+      {"flag epochs: two words, restart after gate 0, from the wrap", case_epochs},
   };
   int passed = 0, failed = 0;
   setvbuf(stdout, NULL, _IOLBF, 0);

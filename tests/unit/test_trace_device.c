@@ -183,11 +183,12 @@ out:
           count_of(j, "\"cat\":\"stream\",\"ph\":\"e\""));
     CHECK(count_of(j, "\"cat\":\"job\",\"ph\":\"B\"") == 4, "rank %d: %zu engine jobs, not 4 (2 phases, 2 ends)", r,
           count_of(j, "\"cat\":\"job\",\"ph\":\"B\""));
-    /* Each of the 4 jobs writes its final value; each of the 2 link phases
-     * writes at least once as its 3 receive chunks complete (chunks that
-     * complete together share one write, so more is timing). */
+    /* Each of the 2 link phases' jobs writes its final value and at least
+     * once as its 3 receive chunks complete (chunks that complete together
+     * share one write, so more is timing); the 2 trace marks' jobs write
+     * none (nothing waits for them: exec/progress.h). */
     size_t flags = count_of(j, "\"cat\":\"flag\"");
-    CHECK(flags >= 6 && flags <= 10, "rank %d: %zu flag writes, not 6 to 10", r, flags);
+    CHECK(flags >= 4 && flags <= 8, "rank %d: %zu flag writes, not 4 to 8", r, flags);
     CHECK(count_of(j, "\"name\":\"stage to host\"") == 6, "rank %d: %zu staging copies to host, not 6", r,
           count_of(j, "\"name\":\"stage to host\""));
     CHECK(count_of(j, "\"name\":\"wait chunk\"") == 6, "rank %d: %zu chunk waits, not 6", r,

@@ -25,10 +25,16 @@
  * async error and released waits when this rank still waits for it, none
  * when it had produced everything); destroy(abort) of an executor with
  * stuck transfers (its streams and events are destroyed, its memory and
- * window mappings stay, as an abort must leave them).
+ * window mappings stay, as an abort must leave them); HIP's unsigned waits
+ * on the progress engine's flag (from just below the wrap, and with
+ * 3-value epochs); hetccl_dwin_release ending a counter restart whose peer
+ * is gone (receiver and sender, once and twice, both comparisons); a host
+ * rank's end (hwin.c) against a GPU end through restarts, and ended by an
+ * abort or a lost peer in the middle of one.
  * Usage: test_window [seed].
  * Every wait is bounded; alarm() turns a hang into a failure.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -40,6 +46,8 @@
 
 #include "exec/exec.h"
 #include "exec/exec_device.h"
+#include "exec/hwin.h"
+#include "exec/progress.h"
 #include "exec/window.h"
 #include "device/device.h"
 #include "device/reduce.h"
@@ -885,6 +893,9 @@ static void xround_free(struct xrank *R, int n) {
   }
 }
 
+/* The engines' flag epoch and start (progress.h), set on executors made now; 0: as configured. */
+static uint32_t g_flag_epoch, g_flag_start;
+
 static int xranks_create(struct xrank *R, int n, struct mesh *mh, int *allocs_before) {
   for (int r = 0; r < n; r++) {
     memset(&R[r], 0, sizeof R[r]);
@@ -894,6 +905,7 @@ static int xranks_create(struct xrank *R, int n, struct mesh *mh, int *allocs_be
     hetcclResult_t rc = hetccl_dexec_create(&fs_ops, r, 10000, &R[r].err, links, n, &R[r].d);
     CHECK(rc == hetcclSuccess, "rank %d: dexec_create: %s", r, hetccl_last_error());
     if (rc != hetcclSuccess) return 0;
+    if (g_flag_epoch) hetccl_progress_set_epoch(hetccl_dexec_engine(R[r].d), g_flag_epoch, g_flag_start);
     R[r].us[0] = stream_new(r);
     R[r].us[1] = stream_new(r);
   }
@@ -1238,6 +1250,276 @@ out:
   mesh_close(&mh);
 }
 
+/* The progress engine's flag (staged receives) with HIP's unsigned waits
+ * (progress.h, "Epochs"): from just below the 32-bit wrap at the default
+ * epoch (2^31 values: the first phase starts the next epoch from 0 on the
+ * other word; a flag that wrapped instead would pass waits early or leave a
+ * stream waiting for a large value it never gets again), then with epochs
+ * of 3 values, so that phases in flight on alternating streams switch words
+ * every phase or two (two ranks staged; three ranks, window and staged). */
+static void case_exec_flag_epochs(void) {
+  atomic_store(&fs_g.unsigned_waits, 1);
+  g_flag_epoch = (uint32_t)1 << 31;
+  g_flag_start = 0xffffffffu - 24;
+  exec_case(2, NO_WIN, 0, WIN);
+  g_flag_epoch = 3;
+  g_flag_start = 0;
+  exec_case(2, NO_WIN, 0, WIN);
+  exec_case(3, WIN_PAIR, 1, LANES_MAX);
+  g_flag_epoch = 0;
+  atomic_store(&fs_g.unsigned_waits, 0);
+}
+
+/* ---- case: a counter restart whose peer is gone (window.c, restart_tx / restart_rx) ---- */
+
+/* Epoch of one window (64 KiB, two chunks): a 128 KiB transfer restarts
+ * the lane after its first half. */
+static int wpair_open_epoch(struct wpair *p) {
+  if (!wpair_open(p)) return 0;
+  p->w[0].epoch = p->w[1].epoch = WIN;
+  return 1;
+}
+
+static int wait_word(_Atomic uint32_t *w, uint32_t v) {
+  uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
+  while (load32(w) != v && !hetccl_expired(deadline)) fs_nap_us(200);
+  return load32(w) == v;
+}
+
+/* The sender sent half and left: the receiver's stream, past that half,
+ * waits in the handshake for the sender's reset. */
+static void restart_gone_sender(void) {
+  struct wpair p;
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  char *src = dbuf(0, 2 * WIN), *dst = dbuf(1, 2 * WIN);
+  fill(src, 2 * WIN, hetcclUint8, 0);
+  if (!wpair_open_epoch(&p)) goto out;
+  CHECK(hetccl_dwin_send(&p.w[0], src, WIN, s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, 2 * WIN, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(p.w[1].rx[0].resets == 1, "the receive enqueued %u restarts, expected 1", p.w[1].rx[0].resets);
+  CHECK(fs_sync_within(s0, WAIT_MS) && wait_word(p.w[1].rx[0].consumed, WIN / UNIT), "the first half did not cross");
+  CHECK(!fs_sync_within(r1, 50), "a receive past a restart the sender never made finished");
+  CHECK(memcmp(dst, src, WIN) == 0, "the half before the restart differs");
+  uint64_t t0 = hetccl_now_ns();
+  hetccl_dwin_release(&p.w[1]);
+  CHECK(fs_sync_within(r1, 2000), "the receiver still waits in the restart handshake 2 s after release");
+  CHECK(ms_since(t0) < 2000, "release took %lld ms to end the handshake", ms_since(t0));
+out:
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  dfree(0, src), dfree(1, dst);
+  wpair_close(&p);
+}
+
+/* The receiver took half and left: the sender's stream has reset produced
+ * and waits for the receiver's answer. */
+static void restart_gone_receiver(void) {
+  struct wpair p;
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  char *src = dbuf(0, 2 * WIN), *dst = dbuf(1, WIN);
+  fill(src, 2 * WIN, hetcclUint8, 0);
+  if (!wpair_open_epoch(&p)) goto out;
+  struct hetccl_dlane *tl = &p.w[0].tx[0];
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, WIN, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(hetccl_dwin_send(&p.w[0], src, 2 * WIN, s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+  CHECK(fs_sync_within(r1, WAIT_MS) && memcmp(dst, src, WIN) == 0, "the first half did not cross");
+  CHECK(wait_word(tl->produced_resets, 1) && load32(tl->produced) == 0,
+        "the sender did not reach the handshake: produced %u, produced_resets %u", load32(tl->produced),
+        load32(tl->produced_resets));
+  CHECK(!fs_sync_within(s0, 50), "a send past a restart the receiver never answered finished");
+  uint64_t t0 = hetccl_now_ns();
+  hetccl_dwin_release(&p.w[0]);
+  CHECK(fs_sync_within(s0, 2000), "the sender still waits for the restart's answer 2 s after release");
+  CHECK(ms_since(t0) < 2000, "release took %lld ms to end the handshake", ms_since(t0));
+out:
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  dfree(0, src), dfree(1, dst);
+  wpair_close(&p);
+}
+
+/* Released twice (the watch, then an abort) while the receiver's stream,
+ * held, has run none of its waits, enqueued when produced was 0: the same
+ * value both times, which passes the waits for values below the counter
+ * the peer had reached (under CUDA's comparison a counter 2^31 or more
+ * ahead would not), then the handshake's. */
+static void restart_release_twice(void) {
+  struct wpair p;
+  struct gate g = {0};
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  char *src = dbuf(0, WIN), *dst = dbuf(1, 2 * WIN);
+  fill(src, WIN, hetcclUint8, 0);
+  if (!wpair_open_epoch(&p)) goto out;
+  gate_new(&g, 1);
+  if (!g.h) goto out;
+  gate_hold(&g, r1);
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, 2 * WIN, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(hetccl_dwin_send(&p.w[0], src, WIN, s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+  CHECK(fs_sync_within(s0, WAIT_MS) && load32(p.w[1].rx[0].produced) == WIN / UNIT, "the sender did not finish");
+  hetccl_dwin_release(&p.w[1]);
+  hetccl_dwin_release(&p.w[1]);
+  CHECK(load32(p.w[1].rx[0].produced) == HETCCL_DWIN_RELEASE &&
+            load32(p.w[1].rx[0].produced_resets) == HETCCL_DWIN_RELEASE,
+        "after two releases: produced %u, produced_resets %u, expected %u", load32(p.w[1].rx[0].produced),
+        load32(p.w[1].rx[0].produced_resets), HETCCL_DWIN_RELEASE);
+  gate_open(&g);
+  CHECK(fs_sync_within(r1, 2000), "the held receiver still waits 2 s after two releases");
+out:
+  gate_open(&g);
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  gate_free(&g);
+  dfree(0, src), dfree(1, dst);
+  wpair_close(&p);
+}
+
+static void case_restart_release(void) {
+  for (int u = 0; u < 2; u++) { /* CUDA's wrap-around waits, then HIP's unsigned ones */
+    atomic_store(&fs_g.unsigned_waits, u);
+    restart_gone_sender();
+    restart_gone_receiver();
+    restart_release_twice();
+  }
+  atomic_store(&fs_g.unsigned_waits, 0);
+}
+
+/* ---- case: a host rank's end of a window (hwin.c) with counter restarts ---- */
+
+/* Side 0 a GPU rank (fake device), side 1 a host rank's CPU end. */
+struct hpair {
+  struct mesh m;
+  struct hetccl_dwin g;
+  struct hetccl_hwin_set hs;
+  struct hetccl_dwin *h;
+  atomic_int err;              /* the host rank's communicator error */
+  struct hetccl_xfer_batch lb; /* no link transfers; its comm_error is err */
+  struct hetccl_hwin_batch hb;
+};
+
+static int hpair_open(struct hpair *p, uint64_t epoch) {
+  memset(p, 0, sizeof *p);
+  p->lb.comm_error = &p->err;
+  if (!mesh_open(&p->m, 2, WIN_PAIR)) return 0;
+  CHECK(hetccl_dwin_open(&fs_ops, 0, p->m.l[0][1], &p->g) == hetcclSuccess && p->g.present, "dwin_open: %s",
+        hetccl_last_error());
+  CHECK(hetccl_hwin_of(&p->hs, p->m.l[1][0], &p->h) == hetcclSuccess && p->h, "hwin_of: %s", hetccl_last_error());
+  if (!p->g.present || !p->h) return 0;
+  p->g.epoch = p->h->epoch = epoch;
+  return 1;
+}
+
+static void hpair_close(struct hpair *p) {
+  CHECK(fs_all_idle_within(WAIT_MS), "streams still busy before the windows close");
+  hetccl_dwin_close(&p->g);
+  hetccl_hwin_set_close(&p->hs);
+  hetccl_hwin_batch_free(&p->hb);
+  mesh_close(&p->m);
+}
+
+/* Rounds of a message each way between the GPU end's streams and the host
+ * end's CPU, with HIP's unsigned waits and epochs of 1.5 windows, so
+ * nearly every message restarts the lane in each direction at least once:
+ * both ends must run the same handshake or a wait never ends. */
+static void hwin_traffic(void) {
+  struct hpair p;
+  hetcclStream_t s0 = stream_new(0), r0 = stream_new(0);
+  enum { ROUNDS = 12 };
+  atomic_store(&fs_g.unsigned_waits, 1);
+  if (!hpair_open(&p, 3 * WIN / 2)) goto out;
+  for (int k = 0; k < ROUNDS; k++) {
+    size_t n[2] = {1 + rnd() % (3 * WIN), 1 + rnd() % (3 * WIN)}; /* [0]: GPU -> host, [1]: host -> GPU */
+    char *gsrc = dbuf(0, n[0]), *gdst = dbuf(0, n[1]), *hsrc = hbuf(n[1]), *hdst = hbuf(n[0]);
+    fill(gsrc, n[0], hetcclUint8, 0);
+    fill(hsrc, n[1], hetcclUint8, 0);
+    CHECK(hetccl_dwin_send(&p.g, gsrc, n[0], s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+    CHECK(hetccl_dwin_recv(&p.g, gdst, NULL, n[1], hetcclUint8, NULL, r0) == hetcclSuccess, "dwin_recv: %s",
+          hetccl_last_error());
+    CHECK(hetccl_hwin_add(&p.hb, p.h, 0, hdst, n[0], NULL, NULL) == hetcclSuccess, "hwin_add");
+    CHECK(hetccl_hwin_add(&p.hb, p.h, 1, hsrc, n[1], NULL, NULL) == hetcclSuccess, "hwin_add");
+    hetcclResult_t rc = hetccl_hwin_wait(&p.hb, &p.lb, WAIT_MS, NULL, "test window round");
+    CHECK(rc == hetcclSuccess, "round %d: the host end's wait: %s", k, hetccl_last_error());
+    CHECK(fs_sync_within(s0, WAIT_MS) && fs_sync_within(r0, WAIT_MS), "round %d: the GPU end's streams hang", k);
+    CHECK(memcmp(hdst, gsrc, n[0]) == 0 && canary_ok(hdst, n[0]), "round %d: GPU -> host (%zu bytes) differs", k,
+          n[0]);
+    CHECK(memcmp(gdst, hsrc, n[1]) == 0 && canary_ok(gdst, n[1]), "round %d: host -> GPU (%zu bytes) differs", k,
+          n[1]);
+    dfree(0, gsrc), dfree(0, gdst), free(hsrc), free(hdst);
+    if (atomic_load(&g_fails)) break;
+  }
+  CHECK(p.g.tx[0].resets > 2 && p.g.tx[0].resets == p.h->rx[0].resets && p.g.rx[0].resets > 2 &&
+            p.g.rx[0].resets == p.h->tx[0].resets,
+        "restarts: GPU -> host %u / %u, host -> GPU %u / %u (both ends alike, several expected)", p.g.tx[0].resets,
+        p.h->rx[0].resets, p.h->tx[0].resets, p.g.rx[0].resets);
+out:
+  atomic_store(&fs_g.unsigned_waits, 0);
+  streams_done((hetcclStream_t[2]){s0, r0}, 2);
+  hpair_close(&p);
+}
+
+struct aborter {
+  atomic_int *err;
+  int ms;
+};
+static void *abort_after(void *arg) {
+  struct aborter *a = arg;
+  nap_ms(a->ms);
+  atomic_store(a->err, hetcclRemoteError); /* what hetcclCommAbort stores */
+  return NULL;
+}
+
+/* The host end in a restart handshake with a silent GPU end: as sender,
+ * waiting for the answer, an abort of its communicator (another thread
+ * sets the communicator's error) ends the wait; as receiver, waiting for
+ * the sender's reset, the GPU end's link closing ends it. Each well before
+ * the 4 s timeout. */
+static void hwin_gone(void) {
+  struct hpair p;
+  hetcclStream_t r0 = stream_new(0), s0 = stream_new(0);
+  char *hsrc = hbuf(2 * WIN), *gdst = dbuf(0, WIN), *gsrc = dbuf(0, WIN), *hdst = hbuf(2 * WIN);
+  fill(hsrc, 2 * WIN, hetcclUint8, 0);
+  fill(gsrc, WIN, hetcclUint8, 0);
+  if (!hpair_open(&p, WIN)) goto out;
+  CHECK(hetccl_dwin_recv(&p.g, gdst, NULL, WIN, hetcclUint8, NULL, r0) == hetcclSuccess, "dwin_recv");
+  CHECK(hetccl_hwin_add(&p.hb, p.h, 1, hsrc, 2 * WIN, NULL, NULL) == hetcclSuccess, "hwin_add");
+  struct aborter a = {&p.err, 300};
+  pthread_t th;
+  if (pthread_create(&th, NULL, abort_after, &a) != 0) abort();
+  uint64_t t0 = hetccl_now_ns();
+  hetcclResult_t rc = hetccl_hwin_wait(&p.hb, &p.lb, 4000, NULL, "test window send");
+  long long ms = ms_since(t0);
+  pthread_join(th, NULL);
+  CHECK(load32(p.h->tx[0].produced_resets) == 1 && load32(p.h->tx[0].produced) == 0,
+        "the host end did not reach the handshake (produced %u, produced_resets %u)", load32(p.h->tx[0].produced),
+        load32(p.h->tx[0].produced_resets));
+  CHECK(rc == hetcclRemoteError && ms < 2000, "the host end's wait for the restart's answer ended after %lld ms with "
+        "%d (%s), expected hetcclRemoteError on the abort", ms, (int)rc, hetccl_last_error());
+  CHECK(fs_sync_within(r0, WAIT_MS) && memcmp(gdst, hsrc, WIN) == 0, "the half before the restart differs");
+
+  /* Receiver: the GPU end sends one window and leaves. */
+  atomic_store(&p.err, 0);
+  CHECK(hetccl_dwin_send(&p.g, gsrc, WIN, s0) == hetcclSuccess, "dwin_send");
+  CHECK(fs_sync_within(s0, WAIT_MS), "the GPU end's send did not finish");
+  hetccl_dwin_close(&p.g);
+  link_leave(&p.m, 0, 1);
+  CHECK(hetccl_hwin_add(&p.hb, p.h, 0, hdst, 2 * WIN, NULL, NULL) == hetcclSuccess, "hwin_add");
+  t0 = hetccl_now_ns();
+  rc = hetccl_hwin_wait(&p.hb, &p.lb, 4000, NULL, "test window receive");
+  ms = ms_since(t0);
+  CHECK(rc == hetcclRemoteError && ms < 2000, "the host end's wait for the sender's reset ended after %lld ms with "
+        "%d (%s), expected hetcclRemoteError on the lost peer", ms, (int)rc, hetccl_last_error());
+  CHECK(memcmp(hdst, gsrc, WIN) == 0, "the window before the restart differs");
+out:
+  streams_done((hetcclStream_t[2]){r0, s0}, 2);
+  free(hsrc), free(hdst);
+  dfree(0, gdst), dfree(0, gsrc);
+  hpair_close(&p);
+}
+
+static void case_hwin_restart(void) {
+  hwin_traffic();
+  hwin_gone();
+}
+
 static void on_alarm(int sig) {
   (void)sig;
   const char *c = g_case;
@@ -1265,6 +1547,9 @@ int main(int argc, char **argv) {
       {"executor: staged reduction after an odd-sized receive", case_exec_align},
       {"executor: a window peer that leaves, with and without waits pending", case_exec_peer_gone},
       {"executor destroy(abort) with stuck transfers", case_exec_abort},
+      {"executors: engine flag epochs with unsigned waits, from the wrap", case_exec_flag_epochs},
+      {"release ends a counter restart whose peer is gone", case_restart_release},
+      {"host end: restarts with a GPU end; abort and lost peer mid-restart", case_hwin_restart},
   };
   int passed = 0, failed = 0;
   setvbuf(stdout, NULL, _IOLBF, 0);

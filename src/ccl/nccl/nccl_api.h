@@ -29,6 +29,7 @@ typedef struct {
 #define NCCL_OP_MAX 2
 #define NCCL_OP_MIN 3
 #define NCCL_OP_AVG 4
+#define NCCL_SCALAR_DEVICE 0
 #define NCCL_SCALAR_HOST_IMMEDIATE 1
 
 typedef void *nccl_stream_t;

@@ -138,14 +138,19 @@ static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *
     if (fp8(op->dtype))
       return hetccl_error(hetcclInvalidArgument, "%s supports no PreMulSum or Avg for fp8 %s (HetCCL emulates AllReduce, Reduce and ReduceScatter)",
                           vc->flavor->title, hetccl_coll_name(op->coll));
-    if (scalar_is_avg(vc, op->dtype, r->scalar)) {
+    if (!r->scalar_at && scalar_is_avg(vc, op->dtype, r->scalar)) {
       *out = NCCL_OP_AVG;
       return hetcclSuccess;
     }
     uint64_t scalar = r->scalar; /* the element sits in the low bytes (little endian) */
     ncclRedOp_t made;
-    NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, &scalar, (ncclDataType_t)op->dtype, NCCL_SCALAR_HOST_IMMEDIATE, vc->comm),
-             "ncclRedOpCreatePreMulSum");
+    /* A device-resident scalar stays one: NCCL reads it on the stream. */
+    if (r->scalar_at)
+      NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, (void *)r->scalar_at, (ncclDataType_t)op->dtype, NCCL_SCALAR_DEVICE, vc->comm),
+               "ncclRedOpCreatePreMulSum");
+    else
+      NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, &scalar, (ncclDataType_t)op->dtype, NCCL_SCALAR_HOST_IMMEDIATE, vc->comm),
+               "ncclRedOpCreatePreMulSum");
     vc->made[vc->nmade++] = made;
     *out = made;
     return hetcclSuccess;

@@ -176,6 +176,10 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
   HETCCL_TRY(module_for_current(cu, &m));
   unsigned blocks = grid_for(m, count, hetccl_type_size(dt));
   unsigned long long n = count, scalar = op->scalar;
+  if (premul && op->scalar_at) { /* device residence: the kernel reads it in stream order */
+    premul = 2;
+    scalar = (unsigned long long)(uintptr_t)op->scalar_at;
+  }
   int combine = op->combine, divisor = op->divisor;
   const void *fin_src = a;
   if (b || premul) {

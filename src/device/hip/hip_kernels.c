@@ -113,6 +113,10 @@ hetcclResult_t hetccl_hip_reduce(void *dst, const void *a, const void *b, size_t
   HETCCL_TRY(module_for(hip, device, &m));
   unsigned blocks = grid_for(count, hetccl_type_size(dt));
   unsigned long long n = count, scalar = op->scalar;
+  if (premul && op->scalar_at) { /* device residence: the kernel reads it in stream order */
+    premul = 2;
+    scalar = (unsigned long long)(uintptr_t)op->scalar_at;
+  }
   int combine = op->combine, divisor = op->divisor;
   const void *fin_src = a;
   if (b || premul) {

@@ -53,7 +53,8 @@ void hetccl_host_reduce(void *dst, const void *a, int scale_a, const void *b, si
     return;
   }
   int premul = scale_a && op->premul;
-  hetccl_reduce_isa_current()->reduce[dt][op->combine][premul](dst, a, b, count, op->scalar);
+  uint64_t scalar = premul ? hetccl_redop_scalar_bits(op, hetccl_type_size(dt)) : 0;
+  hetccl_reduce_isa_current()->reduce[dt][op->combine][premul](dst, a, b, count, scalar);
 }
 
 void hetccl_host_prepare(void *dst, const void *src, size_t count, hetcclDataType_t dt,
@@ -64,7 +65,7 @@ void hetccl_host_prepare(void *dst, const void *src, size_t count, hetcclDataTyp
     return;
   }
   if (op->premul)
-    hetccl_reduce_isa_current()->prepare[dt](dst, src, count, op->scalar);
+    hetccl_reduce_isa_current()->prepare[dt](dst, src, count, hetccl_redop_scalar_bits(op, hetccl_type_size(dt)));
   else if (dst != src)
     memmove(dst, src, count * hetccl_type_size(dt));
 }

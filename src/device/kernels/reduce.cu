@@ -185,7 +185,18 @@ static inline hk_v4 hk_host_vld(const void *p, hk_u64 i) {
 #define HK_MAX 2
 #define HK_MIN 3
 #define HK_PREMUL 1 /* scale a by the scalar */
+#define HK_PREMUL_AT 2 /* scale a by the scalar stored at the address `scalar` holds (device residence) */
 #define HK_FINISH 2 /* divide the result by the divisor */
+
+/* The premul scalar's bits: `scalar` itself, or (HK_PREMUL_AT) the `bytes`
+ * little-endian bytes at the address it holds, read as the kernel runs. */
+HK_DEV hk_u64 hk_scalar_bits(hk_u64 scalar, int premul, int bytes) {
+  if (premul != HK_PREMUL_AT) return scalar;
+  const unsigned char *p = (const unsigned char *)scalar;
+  hk_u64 raw = 0;
+  for (int i = 0; i < bytes; i++) raw |= (hk_u64)p[i] << (8 * i);
+  return raw;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Narrow float conversions (same method as the host's fp_convert.h).     */
@@ -575,7 +586,7 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     K##_t *d = (K##_t *)dst;                                                                       \
     const K##_t *a = (const K##_t *)src_a;                                                         \
     const K##_t *b = (const K##_t *)src_b;                                                         \
-    K##_ct s = K##_scalar(scalar);                                                                 \
+    K##_ct s = K##_scalar(hk_scalar_bits(scalar, premul, (int)sizeof(K##_t)));                   \
     switch (combine) {                                                                             \
       case HK_SUM: K##_range_sum(d, a, b, n, premul, s); break;                                    \
       case HK_PROD: K##_range_prod(d, a, b, n, premul, s); break;                                  \
