@@ -5,7 +5,9 @@
 #   2. hetccl-info;
 #   3. the GPU test programs: test_cuda_device, test_nccl_vendor,
 #      test_gpu_collectives (tests/gpu/README.md), then cuda,host again
-#      without device windows (staged);
+#      without device windows (staged), then cuda:d0,cuda:d1,host with
+#      HETCCL_WINDOW_KERNEL=0 (device windows by stream waits and copies
+#      per chunk instead of the window kernel);
 #   4. pass-through parity: hetccl-perf for allreduce, allgather,
 #      reducescatter, broadcast and sendrecv on NGPUS forked ranks with device
 #      buffers, HetCCL and then NCCL called directly (--lib nccl, the same
@@ -17,7 +19,9 @@
 #      cuda rank + a host rank (-G cuda,host), through the device window and
 #      staged (HETCCL_SHM_WINDOW_BYTES=0), against two host ranks
 #      (host+host) in the same run, at 8 B, 16 MiB and 256 MiB: time, busbw,
-#      their ratio, and the cuda rank's host time per call (issue 16's aims:
+#      their ratio, and the cuda rank's host time per call, through the
+#      window both with the window kernel and without (HETCCL_WINDOW_KERNEL=0,
+#      "memop"; the two-GPU-rank AllReduce too) (issue 16's aims:
 #      host time < 50 us, AllReduce busbw >= 0.8 of host+host from 16 MiB,
 #      8 B < 12 us);
 #   6. PyTorch: scripts/torch-check.sh (DDP against Gloo across two domains;
@@ -196,6 +200,12 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   HETCCL_SHM_WINDOW_BYTES=0 run_test test_gpu_collectives 300 --layout cuda,host
   cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
     mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
+  # Device windows without the window kernel (stream waits, writes and
+  # copies per chunk), the path a device kind without the kernel takes.
+  mv "$LOGS/test_gpu_collectives.log" "$BUILD/test_gpu_collectives.matrix.log"
+  HETCCL_WINDOW_KERNEL=0 run_test test_gpu_collectives 300 --layout cuda:d0,cuda:d1,host
+  cat "$BUILD/test_gpu_collectives.matrix.log" "$LOGS/test_gpu_collectives.log" >"$BUILD/tgc.log" &&
+    mv "$BUILD/tgc.log" "$LOGS/test_gpu_collectives.log"
 fi
 
 # ---- 7 (run here, beside the other test programs). hip ranks over the stand-in HIP over CUDA ----
@@ -336,6 +346,10 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
     echo "### hetccl-perf allreduce -N 2 -G cuda --domains 1,1 -b 8 -e $xmax --host-time"
     timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b "${XMIN:-8}" -e "$xmax" -f "${XFACTOR:-4}" -n "$ITERS_LARGE" \
       -w "$WARMUP_LARGE" --check-max "$CHECK_MAX" --host-time -T 280
+    # The same through the windows without the window kernel (memop path).
+    echo "### memop: HETCCL_WINDOW_KERNEL=0 hetccl-perf allreduce -N 2 -G cuda --domains 1,1"
+    HETCCL_WINDOW_KERNEL=0 timeout -k 10 300 "$bin/hetccl-perf" allreduce -N 2 -G cuda --domains 1,1 -b "${XMIN:-8}" \
+      -e "$xmax" -f "${XFACTOR:-4}" -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 1M --host-time -T 280
     if [ "${SKIP_STAGED:-0}" != 1 ]; then
       # The same without device windows: staged through the progress engine.
       echo "### staged: HETCCL_SHM_WINDOW_BYTES=0 hetccl-perf allreduce -N 2 -G cuda --domains 1,1"
@@ -350,7 +364,9 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
     /^### hetccl-pciebench/ { mode = "pcie"; next }
     /^### hetccl-perf/ { mode = "perf"; next }
     /^### staged/ { mode = "staged"; next }
+    /^### memop/ { mode = "memop"; next }
     mode == "staged" && $1 ~ /^[0-9]+$/ && NF == 15 { staged[$1] = $8; next }
+    mode == "memop" && $1 ~ /^[0-9]+$/ && NF == 15 { memop[$1] = $8; memop_host[$1] = $14; next }
     mode == "pcie" && $1 ~ /^[0-9]+$/ { both[$1] = $4; last = $4 }
     mode == "perf" && $1 ~ /^[0-9]+$/ && NF == 15 {
       lim = ($1 in both) ? both[$1] / share : last / share
@@ -360,7 +376,8 @@ if [ "${SKIP_CROSS:-0}" != 1 ]; then
     }
     END {
       for (i = 1; i <= n; i++)
-        print row[i] ((size[i] in staged) ? sprintf("  staged busbw %8s", staged[size[i]]) : "")
+        print row[i] ((size[i] in memop) ? sprintf("  memop busbw %8s host %8s us", memop[size[i]], memop_host[size[i]]) : "") \
+          ((size[i] in staged) ? sprintf("  staged busbw %8s", staged[size[i]]) : "")
     }' "$cross_log" | tee -a "$summary"
 fi
 
@@ -378,14 +395,15 @@ if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
   # host), the same staged through the progress engine (the path to another
   # host), two host ranks.
   for coll in allreduce sendrecv; do
-    for variant in window staged host; do
-      layout=cuda,host win=
+    for variant in window memop staged host; do
+      layout=cuda,host win= kern=
       [ "$variant" = staged ] && win=0
+      [ "$variant" = memop ] && kern=0
       [ "$variant" = host ] && layout=host,host
       for sizes in "8 8 2" "16M 256M 16"; do
         read -r lo hi factor <<<"$sizes"
-        echo "### hostpeer $variant: ${win:+HETCCL_SHM_WINDOW_BYTES=$win }hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
-        env ${win:+HETCCL_SHM_WINDOW_BYTES=$win} timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 \
+        echo "### hostpeer $variant: ${win:+HETCCL_SHM_WINDOW_BYTES=$win }${kern:+HETCCL_WINDOW_KERNEL=$kern }hetccl-perf $coll -N 2 --domains 1,1 -G $layout -b $lo -e $hi -f $factor --host-time" >>"$hp_log"
+        env ${win:+HETCCL_SHM_WINDOW_BYTES=$win} ${kern:+HETCCL_WINDOW_KERNEL=$kern} timeout -k 10 300 "$bin/hetccl-perf" "$coll" -N 2 --domains 1,1 \
           -G "$layout" -b "$lo" -e "$hi" -f "$factor" -n "$ITERS_LARGE" -w "$WARMUP_LARGE" --check-max 16M \
           --host-time -T 280 >"$BUILD/hostpeer-last.txt" 2>&1 ||
           fail "hetccl-perf $coll $variant -G $layout -b $lo -e $hi (see cross.log)"
@@ -397,18 +415,21 @@ if [ "${SKIP_CROSS:-0}" != 1 ] && [ "${SKIP_HOSTPEER:-0}" != 1 ]; then
   done
   say ""
   say "cuda rank + host rank against two host ranks, out-of-place (time us, busbw GB/s; host = the cuda rank's"
-  say "host time per call, us; window: through the device window, staged: HETCCL_SHM_WINDOW_BYTES=0; ratio: busbw / host+host)"
+  say "host time per call, us; window: through the device window (window kernel), memop: the same with"
+  say "HETCCL_WINDOW_KERNEL=0, staged: HETCCL_SHM_WINDOW_BYTES=0; ratio: busbw / host+host)"
   awk '
     { key = $1 " " $3; t[$2, key] = $4; bw[$2, key] = $5; host[$2, key] = $6; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
     function ratio(a, b) { return (b + 0 > 0.005) ? sprintf("%.3f", a / b) : "-" }
     END {
-      printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", "collective", "size(B)", "t_window", "bw",
-             "host_us", "ratio", "t_staged", "bw", "host_us", "ratio", "t_host+h", "bw"
+      printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", "collective", "size(B)",
+             "t_window", "bw", "host_us", "ratio", "t_memop", "bw", "host_us", "ratio", "t_staged", "bw", "host_us", "ratio",
+             "t_host+h", "bw"
       for (i = 1; i <= n; i++) {
         k = order[i]; split(k, p, " ")
         h = bw["host", k]
-        printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", p[1], p[2],
+        printf "%-10s %10s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s %8s %6s | %9s %7s\n", p[1], p[2],
                t["window", k], bw["window", k], host["window", k], ratio(bw["window", k], h),
+               t["memop", k], bw["memop", k], host["memop", k], ratio(bw["memop", k], h),
                t["staged", k], bw["staged", k], host["staged", k], ratio(bw["staged", k], h), t["host", k], h
       }
     }' "$hp_rows" | tee -a "$summary"

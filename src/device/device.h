@@ -25,6 +25,50 @@ struct hetccl_memop32 {
 };
 #define HETCCL_MEMOPS_MAX 4
 
+/*
+ * One launch of the window kernel (src/device/kernels/reduce.cu's
+ * hetccl_window_<type>, whose struct hk_wx_desc this is byte for byte;
+ * built by exec/window.c's kernel path): tracks are lanes of device
+ * windows (one direction's ring and counters), each walked by `blocks`
+ * blocks from block0; steps are a track's chunks and counter handshakes,
+ * those of its transfers in phase order: wait (the track's wait counter,
+ * or with HETCCL_WX_WAIT_RST its wait restart word, >= `wait`, unsigned),
+ * move `n` bytes (send: buf to ring + at; receive: ring
+ * + at to buf, or buf = a op ring when a is set, combine as hetccl_redop's
+ * in flags bits 8..15 (HETCCL_WX_COMBINE_SHIFT), elements of the launch's
+ * data type), write
+ * (`write` to the track's write counter once the moves before it are out,
+ * behind a system-scope fence; with HETCCL_WX_WRITE_RST then `n` to its
+ * write restart word, a restart's step, which moves nothing). Every spin also reads abort_word (mapped
+ * host memory): once it is non-zero every wait passes and nothing more is
+ * moved. prog: HETCCL_WX_BLOCKS 64-bit words of device memory, zero before
+ * the first launch; gen grows by one per launch.
+ */
+#define HETCCL_WX_TRACKS 8
+#define HETCCL_WX_STEPS 80
+#define HETCCL_WX_BLOCKS 32 /* blocks of a launch, at most: all of them co-resident on any GPU here */
+enum { HETCCL_WX_WAIT_GEQ = 1, HETCCL_WX_WAIT_RST = 2, HETCCL_WX_MOVE = 4, HETCCL_WX_WRITE = 8, HETCCL_WX_WRITE_RST = 16 };
+#define HETCCL_WX_COMBINE_SHIFT 8
+struct hetccl_wx_step {
+  uint64_t buf, a, at;
+  uint32_t n, wait, write, flags;
+};
+struct hetccl_wx_track {
+  uint64_t ring, wait_ctr, write_ctr, wait_rst, write_rst; /* device addresses */
+  uint32_t first, nsteps, block0, blocks, send, pad;
+};
+struct hetccl_wx_desc {
+  uint64_t abort_word, prog, gen;
+  uint32_t ntracks, nblocks;
+  struct hetccl_wx_track t[HETCCL_WX_TRACKS];
+  struct hetccl_wx_step s[HETCCL_WX_STEPS];
+};
+/* The kernel's argument: with AMD's 256 bytes of hidden arguments after
+ * it, under the 4 KiB every CUDA and HIP version takes. */
+_Static_assert(sizeof(struct hetccl_wx_step) == 40 && sizeof(struct hetccl_wx_track) == 64 &&
+                   sizeof(struct hetccl_wx_desc) == 32 + 8 * 64 + 80 * 40 && sizeof(struct hetccl_wx_desc) + 256 <= 4096,
+               "struct hetccl_wx_desc must match reduce.cu's struct hk_wx_desc");
+
 struct hetccl_device_ops {
   unsigned version; /* HETCCL_DEVICE_OPS_VERSION */
   int kind;
@@ -135,6 +179,12 @@ struct hetccl_device_ops {
    * device and driver support it. */
   int (*can_dmabuf)(int device);
   hetcclResult_t (*dmabuf_export)(void *ptr, size_t bytes, int *fd, size_t *offset);
+
+  /* Optional: launches the window kernel on `stream` (one launch, desc->nblocks
+   * blocks; the descriptor is copied at the call, so the caller may reuse
+   * it at once), with the kernel of data type dt. NULL: the kind has none
+   * (exec/window.c then enqueues waits, writes and copies). */
+  hetcclResult_t (*window_xfer)(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream);
 };
 #define HETCCL_DEVICE_OPS_VERSION 1
 

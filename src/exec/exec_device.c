@@ -9,9 +9,9 @@
 #include "transport/link_devmem.h"
 #include "transport/transport.h"
 #include "util/array.h"
+#include "util/error.h"
 #include "util/log.h"
 #include "util/params.h"
-#include "util/error.h"
 #include "util/time.h"
 #include "util/trace.h"
 #include "util/wait.h"
@@ -65,6 +65,15 @@ struct hetccl_dexec {
   int nranks;
   hetcclStream_t send_stream;  /* window sends: forked from and joined into the operation's stream */
   void *fork_event, *join_event;
+  /* The window kernel (HETCCL_WINDOW_KERNEL): on, its launch descriptor
+   * (reused: the launch copies it), the abort word its spins read (pinned,
+   * mapped), its blocks' progress words (device memory, zeroed on the
+   * stream before the first launch) and the launch count. */
+  int wx_on, wx_zeroed;
+  struct hetccl_wx_desc wx;
+  void *wx_abort_host, *wx_abort_dev;
+  void *wx_prog;
+  uint64_t wx_gen;
 };
 
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
@@ -140,6 +149,13 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
   return hetcclSuccess;
 }
 
+/* After an abort or a lost window peer: the window kernel's spins see the
+ * abort word, and every counter wait this rank enqueued is released. */
+static void release_windows(struct hetccl_dexec *d) {
+  if (d->wx_abort_host) __atomic_store_n((uint32_t *)d->wx_abort_host, 1u, __ATOMIC_RELEASE);
+  for (int q = 0; d->win && q < d->nranks; q++) hetccl_dwin_release(&d->win[q]);
+}
+
 /* The engine's watch: a window peer that left while this rank's streams
  * still wait for it fails the communicator and releases every window wait,
  * so no stream stays blocked on a process that is gone. */
@@ -149,7 +165,7 @@ static hetcclResult_t watch_windows(void *arg) {
   for (int r = 0; r < d->nranks; r++) {
     hetcclResult_t rc = hetccl_dwin_watch(&d->win[r]);
     if (rc == hetcclSuccess) continue;
-    for (int q = 0; q < d->nranks; q++) hetccl_dwin_release(&d->win[q]);
+    release_windows(d);
     return rc;
   }
   return hetcclSuccess;
@@ -174,6 +190,16 @@ static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *l
   HETCCL_TRY(d->dev->stream_create(d->device, &d->send_stream));
   HETCCL_TRY(d->dev->event_create(d->device, &d->fork_event));
   HETCCL_TRY(d->dev->event_create(d->device, &d->join_event));
+  int wx = hetccl_params()->window_kernel;
+  if (wx != HETCCL_WINDOW_KERNEL_OFF && d->dev->window_xfer) {
+    HETCCL_TRY(d->dev->host_alloc(d->device, 64, &d->wx_abort_host, &d->wx_abort_dev));
+    memset(d->wx_abort_host, 0, 64);
+    HETCCL_TRY(d->dev->mem_alloc(d->device, HETCCL_WX_BLOCKS * sizeof(uint64_t), &d->wx_prog));
+    d->wx_on = 1;
+  } else if (wx == HETCCL_WINDOW_KERNEL_ON) {
+    HETCCL_INFO("HETCCL_WINDOW_KERNEL=1: the %s device kind has no window kernel; device windows use stream waits",
+                d->dev->name);
+  }
   hetccl_progress_watch(d->engine, watch_windows, d, WINDOW_WATCH_MS);
   return hetcclSuccess;
 }
@@ -302,6 +328,105 @@ static hetcclResult_t window_sends(struct hetccl_dexec *d, const struct hetccl_p
   return hetcclSuccess;
 }
 
+/* The window kernel's blocks for a transfer of `bytes`: one per 256 KiB,
+ * up to HETCCL_WINDOW_KERNEL_BLOCKS and the launch's share. */
+static unsigned kernel_blocks(size_t bytes, int ntracks) {
+  size_t b = (bytes + ((size_t)256 << 10) - 1) >> 18, most = (size_t)hetccl_params()->window_kernel_blocks;
+  size_t share = HETCCL_WX_BLOCKS / (size_t)ntracks;
+  if (most > share) most = share;
+  return (unsigned)(b < 1 ? 1 : b > most ? most : b);
+}
+
+/* The lane of window transfer i of the phase (NULL: not through a window). */
+static hetcclResult_t lane_of(struct hetccl_dexec *d, const struct hetccl_phase_xfer *x, struct hetccl_dlane **l) {
+  struct hetccl_dwin *w = x->bytes ? window_of(d, x->link) : NULL;
+  *l = NULL;
+  return w ? hetccl_dwin_lane_for(w, x->send, x->bytes, l) : hetcclSuccess;
+}
+
+/* Whether the phase's window transfers go in one window kernel launch: the
+ * kernel is on and its descriptor holds them all (a track per lane, their
+ * steps, one data type among the reducing receives); *dt is that type. */
+static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct hetccl_phase *ph, int *fits,
+                                         hetcclDataType_t *dt) {
+  int ntracks = 0, steps = 0, typed = 0;
+  *fits = 0;
+  *dt = hetcclUint8;
+  if (!d->wx_on) return hetcclSuccess;
+  for (int i = 0; i < ph->n; i++) {
+    const struct hetccl_phase_xfer *x = &ph->x[i];
+    struct hetccl_dlane *l, *o;
+    HETCCL_TRY(lane_of(d, x, &l));
+    if (!l) continue;
+    int k, shared = 0;
+    HETCCL_TRY(hetccl_dwin_kernel_steps(window_of(d, x->link), x->send, x->bytes, &k));
+    for (int j = 0; j < i && !shared; j++) {
+      HETCCL_TRY(lane_of(d, &ph->x[j], &o));
+      shared = o == l;
+    }
+    /* A second transfer through a lane starts where the first ends, so its
+     * restarts may fall elsewhere than kernel_steps (which counts from the
+     * lane's end now) sees: room for one before every chunk. */
+    if (shared && k < INT32_MAX / 4) k *= 3;
+    if (k > HETCCL_WX_STEPS - steps || (!shared && ++ntracks > HETCCL_WX_TRACKS)) return hetcclSuccess;
+    steps += k;
+    if (!x->send && x->a) {
+      if (typed && x->dt != *dt) return hetcclSuccess;
+      *dt = x->dt;
+      typed = 1;
+    }
+  }
+  *fits = ntracks > 0;
+  return hetcclSuccess;
+}
+
+/* Every window transfer of the phase, sends and receives, in one launch of
+ * the window kernel on the operation's stream (window.h, the kernel path):
+ * a track per lane, its transfers in phase order. */
+static hetcclResult_t window_kernel(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclDataType_t dt,
+                                    hetcclStream_t stream) {
+  struct hetccl_wx_desc *desc = &d->wx;
+  struct hetccl_dlane *lanes[HETCCL_WX_STEPS]; /* a window transfer takes a step at least: no more of them */
+  int ntracks = 0, n = 0, idx[HETCCL_WX_STEPS];
+  size_t bytes = 0;
+  for (int i = 0; i < ph->n; i++) {
+    struct hetccl_dlane *l;
+    HETCCL_TRY(lane_of(d, &ph->x[i], &l));
+    if (!l) continue;
+    if (n == HETCCL_WX_STEPS) return hetccl_error(hetcclInternalError, "window kernel: too many transfers");
+    int seen = 0;
+    for (int j = 0; j < n; j++) seen |= lanes[j] == l;
+    ntracks += !seen;
+    lanes[n] = l;
+    idx[n++] = i;
+  }
+  desc->ntracks = desc->nblocks = 0;
+  for (int j = 0; j < n; j++) {
+    if (!lanes[j]) continue; /* added with an earlier transfer of its lane */
+    struct hetccl_dlane *l = lanes[j];
+    for (int k = j; k < n; k++) {
+      if (lanes[k] != l) continue;
+      const struct hetccl_phase_xfer *x = &ph->x[idx[k]];
+      void *buf = x->send ? (void *)x->src : x->dst;
+      const void *a = x->send ? NULL : x->a;
+      HETCCL_TRY(hetccl_dwin_kernel_add(window_of(d, x->link), x->send, buf, a, x->bytes, x->op.combine,
+                                        kernel_blocks(x->bytes, ntracks), k != j, desc));
+      bytes += x->bytes;
+      lanes[k] = NULL;
+    }
+  }
+  if (!d->wx_zeroed) {
+    HETCCL_TRY(d->dev->zero_async(d->wx_prog, HETCCL_WX_BLOCKS * sizeof(uint64_t), stream));
+    d->wx_zeroed = 1;
+  }
+  desc->abort_word = (uint64_t)(uintptr_t)d->wx_abort_dev;
+  desc->prog = (uint64_t)(uintptr_t)d->wx_prog;
+  desc->gen = ++d->wx_gen;
+  HETCCL_TRY(d->dev->window_xfer(desc, dt, stream));
+  HETCCL_TRACE_MARK(HETCCL_TK_STAGE, "window kernel", -1, bytes, desc->ntracks);
+  return hetcclSuccess;
+}
+
 /* The engine's part of a phase: each send chunk copied to staging and its
  * event; gate 0 is the first of them (it follows every earlier use of the
  * staging on the stream), or its own event when the phase sends nothing;
@@ -409,19 +534,25 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
 }
 
 /* Stream order of one phase: window sends forked off; the engine's gate and
- * staging copies; window receives; staged receives; the join; the done event. */
+ * staging copies; window receives; staged receives; the join; the done
+ * event. With the window kernel: the engine's gate and staging copies; the
+ * window kernel (every window send and receive); staged receives; the done
+ * event. */
 hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
   const struct hetccl_device_ops *D = d->dev;
   reap(d);
   HETCCL_TRY(follow_last(d, stream));
-  int forked;
+  int forked = 0, kernel;
+  hetcclDataType_t kernel_dt;
   struct hetccl_progress_job *job;
-  HETCCL_TRY(window_sends(d, ph, stream, &forked));
+  HETCCL_TRY(window_kernel_fits(d, ph, &kernel, &kernel_dt));
+  if (!kernel) HETCCL_TRY(window_sends(d, ph, stream, &forked));
   HETCCL_TRY(engine_sends(d, ph, stream, &job));
   /* The slot is reused after submit: what the waits need is read now. */
   uint32_t base = job ? job->flag_base : 0, nrecv = job ? (uint32_t)job->nrecv : 0;
   void *flag = job ? job->flag_dev : NULL;
-  for (int i = 0; i < ph->n; i++) {
+  if (kernel) HETCCL_TRY(window_kernel(d, ph, kernel_dt, stream));
+  for (int i = 0; i < ph->n && !kernel; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     struct hetccl_dwin *w = !x->send && x->bytes ? window_of(d, x->link) : NULL;
     if (w) HETCCL_TRY(hetccl_dwin_recv(w, x->dst, x->a, x->bytes, x->dt, &x->op, stream));
@@ -466,10 +597,7 @@ struct hetccl_progress *hetccl_dexec_engine(struct hetccl_dexec *d) { return d->
 void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (!d) return;
   hetccl_progress_destroy(d->engine, abort);
-  if (abort) {
-    /* No stream of this rank stays blocked on a window counter. */
-    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_release(&d->win[r]);
-  }
+  if (abort) release_windows(d); /* no stream of this rank stays blocked on a window counter */
   /* Memory goes only once the last phase's stream work finished; after an
    * abort (or a timeout here) the device may still touch it, so it stays,
    * and so do the window mappings. */
@@ -481,6 +609,8 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
     dbuf_free(d, &d->drecv);
     reap(d);
     for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
+    if (d->wx_prog) d->dev->mem_free(d->device, d->wx_prog);
+    if (d->wx_abort_host) d->dev->host_free(d->wx_abort_host);
   }
   /* Streams and events go either way: destroying one with work pending is
    * allowed (device.h), the device releases it once that work is done. */

@@ -101,6 +101,28 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
 hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *a, size_t bytes, hetcclDataType_t dt,
                                 const hetccl_redop *op, hetcclStream_t stream);
 
+/*
+ * The kernel path (HETCCL_WINDOW_KERNEL, device.h's window_xfer): the same
+ * chunks, places, counter values and restart handshakes as send and recv
+ * above, as the steps of one track of a window kernel launch instead of
+ * stream operations, so the peer cannot tell the paths apart (a host rank
+ * through hwin.c, or a GPU rank on either path). A send and a receive of
+ * one phase go in one launch as different tracks: a sender waiting for
+ * room does not hold up a receive, so no stream is forked.
+ * kernel_steps: the steps a transfer of `bytes` (tx: a send) would take
+ * now, changing nothing but making its lane when it is the first to need
+ * it (as send and recv do; INT32_MAX when a chunk is too large for a
+ * step); kernel_add: appends its steps as a new track desc->ntracks with
+ * `blocks` blocks from desc->nblocks, or with `extend` to the last track,
+ * which must be the same lane (hetccl_dwin_lane_for): the chunks of one
+ * lane move in phase order, one track, since each transfer's counter
+ * values follow the one before it (the caller made sure the steps fit).
+ * A receive with a != NULL is buf = a op received (combine: op->combine).
+ */
+hetcclResult_t hetccl_dwin_kernel_steps(struct hetccl_dwin *win, int tx, size_t bytes, int *steps);
+hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf, const void *a, size_t bytes,
+                                      int combine, unsigned blocks, int extend, struct hetccl_wx_desc *desc);
+
 /* After an abort or a lost peer: stores, from the host, HETCCL_DWIN_RELEASE
  * in every word this side's streams wait on (the peer's counters and
  * restart words of every lane), which satisfies every wait this side has

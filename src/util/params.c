@@ -15,6 +15,7 @@
 #define AT(member) HETCCL_SETTING_AT(struct hetccl_params, member)
 
 static const char *const g_window_reads[] = {"copy", "kernel", NULL};
+static const char *const g_window_kernel[] = {"auto", "0", "1", NULL}; /* HETCCL_WINDOW_KERNEL_AUTO.. */
 
 /* Core's settings; components (device kinds, transports, collective
  * libraries) describe their own in their descriptors' tables. Limits are
@@ -53,6 +54,13 @@ static const struct hetccl_setting g_items[] = {
     {.name = "HETCCL_SHM_WINDOW_EPOCH", .kind = HETCCL_SETTING_BYTES, .dflt = "512G", .min = 4 * KIB,
      .max = 512 * GIB, .multiple = 256, .agreed = 1, AT(shm_window_epoch),
      .help = "bytes through a device window lane before its counters restart from 0 (lower only to test)"},
+    /* Not agreed: both paths keep the same chunks and counters, so either
+     * end of a window may use either. */
+    {.name = "HETCCL_WINDOW_KERNEL", .kind = HETCCL_SETTING_CHOICE, .dflt = "auto", .choices = g_window_kernel,
+     AT(window_kernel), .help = "GPU ranks' device-window transfers: 1 one kernel per link phase, 0 stream waits, "
+                                "writes and copies per chunk; auto 1 where the device kind has the kernel"},
+    {.name = "HETCCL_WINDOW_KERNEL_BLOCKS", .kind = HETCCL_SETTING_INT, .dflt = "4", .min = 1, .max = 16,
+     AT(window_kernel_blocks), .help = "blocks the window kernel gives one transfer, at most"},
     /* 2^31 values: the flag stays at or below 2^31, where unsigned (HIP) and
      * wrap-around (CUDA) waits agree (exec/progress.h, "Epochs"). */
     {.name = "HETCCL_PROGRESS_EPOCH", .kind = HETCCL_SETTING_INT, .dflt = "2147483648", .min = 1,

@@ -27,9 +27,15 @@ struct hetccl_params {
   int64_t trace_events;       /* HETCCL_TRACE_EVENTS: events a timeline holds */
   size_t shm_window_epoch;    /* HETCCL_SHM_WINDOW_EPOCH: bytes through a device window lane between counter restarts */
   int64_t check_calls;        /* HETCCL_CHECK_CALLS: 1: messages carry call signatures, compared on receipt */
+  int window_kernel;          /* HETCCL_WINDOW_KERNEL: HETCCL_WINDOW_KERNEL_AUTO, _OFF or _ON */
+  int64_t window_kernel_blocks; /* HETCCL_WINDOW_KERNEL_BLOCKS: blocks of the window kernel per transfer, at most */
   int64_t progress_epoch;     /* HETCCL_PROGRESS_EPOCH: flag values of the progress engine between restarts */
   int64_t net_device_memory;  /* HETCCL_NET_DEVICE_MEMORY: 1: links that move device memory get GPU staging */
 };
+
+/* HETCCL_WINDOW_KERNEL's values (its choices' indices): auto is on where
+ * the device kind has the window kernel (device.h, window_xfer). */
+enum { HETCCL_WINDOW_KERNEL_AUTO = 0, HETCCL_WINDOW_KERNEL_OFF = 1, HETCCL_WINDOW_KERNEL_ON = 2 };
 
 /* The longest HETCCL_DOMAIN label (the rank table's field holds it and a NUL). */
 #define HETCCL_DOMAIN_LABEL_MAX 31

@@ -406,7 +406,7 @@ EXPORT int cuLaunchKernel(const struct sg_kernel *k, unsigned gx, unsigned gy, u
                           unsigned bz, unsigned shared, struct sg_stream *s, void **args, void **extra) {
   if (!k || !args || extra || !gx || gy != 1 || gz != 1 || bx != 512 || by != 1 || bz != 1 || shared)
     return R_INVALID_VALUE;
-  return cu_result(sg_launch(s, k, args));
+  return cu_result(sg_launch(s, k, gx, args));
 }
 
 /* ---- cuGetProcAddress_v2: base names to the functions above ---- */

@@ -11,6 +11,16 @@
 #include <string.h>
 #include <time.h>
 
+/* The kernels' host build, for the window kernels: one thread per block. */
+static _Thread_local unsigned t_block;
+static void kernel_pause(unsigned n);
+#define HK_KERNEL(name) __attribute__((unused)) static void name
+#define HK_TID() 0ull
+#define HK_NTHREADS() 1ull
+#define HK_BLOCK() t_block
+#define HK_PAUSE(n) kernel_pause(n)
+#include "device/kernels/reduce.cu"
+
 /* ---- memory ranges ---- */
 
 #define MAX_RANGES 256
@@ -114,22 +124,30 @@ static int wait_met(uint32_t v, uint32_t value, uint32_t mask, enum sg_wait cmp)
   return 0;
 }
 
+static void kernel_pause(unsigned n) { spin(&n); }
+
 /* ---- kernels ---- */
 
 struct sg_kernel {
-  int finish; /* hetccl_finish_<type>, else hetccl_reduce_<type> */
+  int finish; /* 1: hetccl_finish_<type>, 2: hetccl_window_<type>, else hetccl_reduce_<type> */
   hetcclDataType_t dt;
+};
+typedef void (*window_fn)(const struct hk_wx_desc);
+static const window_fn g_window_fns[hetcclNumTypes] = {
+    hetccl_window_int8,    hetccl_window_uint8,   hetccl_window_int32,    hetccl_window_uint32,
+    hetccl_window_int64,   hetccl_window_uint64,  hetccl_window_float16,  hetccl_window_float32,
+    hetccl_window_float64, hetccl_window_bfloat16, hetccl_window_float8e4m3, hetccl_window_float8e5m2,
 };
 static const char *const g_type_names[hetcclNumTypes] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2",
 };
-static struct sg_kernel g_kernels[2][hetcclNumTypes];
+static struct sg_kernel g_kernels[3][hetcclNumTypes];
 
 const struct sg_kernel *sg_kernel_named(const char *name) {
-  for (int f = 0; f < 2; f++)
+  for (int f = 0; f < 3; f++)
     for (int t = 0; t < hetcclNumTypes; t++) {
-      const char *prefix = f ? "hetccl_finish_" : "hetccl_reduce_";
+      const char *prefix = f == 2 ? "hetccl_window_" : f ? "hetccl_finish_" : "hetccl_reduce_";
       size_t n = strlen(prefix);
       if (!strncmp(name, prefix, n) && !strcmp(name + n, g_type_names[t])) {
         g_kernels[f][t] = (struct sg_kernel){f, (hetcclDataType_t)t};
@@ -141,7 +159,7 @@ const struct sg_kernel *sg_kernel_named(const char *name) {
 
 /* ---- streams: one thread each, running their queue in order ---- */
 
-enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH, OP_HOST_FUNC };
+enum op_kind { OP_COPY, OP_SET, OP_WAIT, OP_WRITE, OP_RECORD, OP_WAIT_EVENT, OP_REDUCE, OP_FINISH, OP_HOST_FUNC, OP_WINDOW };
 struct op {
   enum op_kind kind;
   void *dst;
@@ -155,6 +173,7 @@ struct op {
   hetccl_redop redop;
   int premul;
   void (*host_fn)(void *);
+  struct hk_wx_desc *desc; /* OP_WINDOW: the launch's copy of its argument; blocks in bytes */
   struct op *next;
 };
 
@@ -166,6 +185,31 @@ struct sg_stream {
   int busy; /* ops queued or running */
   int stop;
 };
+
+struct block_run {
+  const struct op *o;
+  unsigned block;
+};
+static void *window_block(void *arg) {
+  struct block_run *b = arg;
+  t_block = b->block;
+  g_window_fns[b->o->dt](*b->o->desc);
+  return NULL;
+}
+
+/* A window kernel: every block at once (they wait on each other), the
+ * stream going on once all have returned, as after a kernel. */
+static void run_window(struct op *o) {
+  unsigned n = (unsigned)o->bytes;
+  pthread_t th[SG_WINDOW_BLOCKS];
+  struct block_run br[SG_WINDOW_BLOCKS];
+  for (unsigned b = 0; b < n; b++) {
+    br[b] = (struct block_run){o, b};
+    if (pthread_create(&th[b], NULL, window_block, &br[b]) != 0) abort(); /* a test tool: no way to report it */
+  }
+  for (unsigned b = 0; b < n; b++) pthread_join(th[b], NULL);
+  free(o->desc);
+}
 
 static void run(struct op *o) {
   switch (o->kind) {
@@ -187,6 +231,7 @@ static void run(struct op *o) {
         hetccl_host_prepare(o->dst, o->src, o->bytes, o->dt, &o->redop);
       break;
     case OP_HOST_FUNC: o->host_fn(o->dst); break;
+    case OP_WINDOW: run_window(o); break;
     case OP_FINISH:
       if (o->dst != o->src) memmove(o->dst, o->src, o->bytes * hetccl_type_size(o->dt));
       hetccl_host_finish(o->dst, o->bytes, o->dt, &o->redop);
@@ -299,8 +344,19 @@ int sg_host_func(struct sg_stream *s, void (*fn)(void *), void *arg) {
   return enqueue(s, &(struct op){.kind = OP_HOST_FUNC, .host_fn = fn, .dst = arg});
 }
 
-int sg_launch(struct sg_stream *s, const struct sg_kernel *k, void **args) {
+int sg_launch(struct sg_stream *s, const struct sg_kernel *k, unsigned blocks, void **args) {
   struct op o = {.dt = k->dt};
+  if (k->finish == 2) {
+    if (blocks > SG_WINDOW_BLOCKS) return SG_INVALID;
+    o.kind = OP_WINDOW;
+    o.bytes = blocks;
+    o.desc = malloc(sizeof *o.desc);
+    if (!o.desc) return SG_NO_MEMORY;
+    memcpy(o.desc, args[0], sizeof *o.desc);
+    int rc = enqueue(s, &o);
+    if (rc != SG_OK) free(o.desc);
+    return rc;
+  }
   if (!k->finish) {
     o.kind = OP_REDUCE;
     o.dst = *(void **)args[0];

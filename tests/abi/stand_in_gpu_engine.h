@@ -10,8 +10,10 @@
  * host memory with the comparison the runtime defines (HIP: unsigned;
  * CUDA: with wrap-around). Events count records. Kernels are looked up by
  * the names of src/device/kernels (hetccl_reduce_<type>, hetccl_finish_
- * <type>) and run as the host reductions (src/device/reduce.h), their
- * arguments decoded as the device kinds pack them (the same contract for
+ * <type>) and run as the host reductions (src/device/reduce.h); the
+ * window kernels (hetccl_window_<type>) run their host build
+ * (src/device/kernels/reduce.cu compiled as C). Arguments are decoded as
+ * the device kinds pack them (the same contract for
  * cuda_kernels.c and hip_kernels.c).
  */
 #ifndef HETCCL_TESTS_STAND_IN_GPU_ENGINE_H
@@ -85,12 +87,17 @@ int sg_host_func(struct sg_stream *s, void (*fn)(void *), void *arg);
 /* ---- kernels ---- */
 
 struct sg_kernel;
-/* The kernel of that name (hetccl_reduce_<type>, hetccl_finish_<type>), or NULL. */
+/* The kernel of that name (hetccl_reduce_<type>, hetccl_finish_<type>,
+ * hetccl_window_<type>), or NULL. */
 const struct sg_kernel *sg_kernel_named(const char *name);
+#define SG_WINDOW_BLOCKS 64 /* most blocks of a window kernel launch */
 /* Queues k with the argument array of src/device/kernels' contract:
  * reduce (dst, a, b, count, scalar, combine, premul; premul 2: `scalar`
  * is the address of the multiplier, read when the op runs), finish (dst,
- * src, count, divisor). The launch geometry is the caller's to check. */
-int sg_launch(struct sg_stream *s, const struct sg_kernel *k, void **args);
+ * src, count, divisor), window (the descriptor, by value, copied now; its
+ * `blocks` run at once, each on a thread of its own, as their host build:
+ * they spin on counters other blocks, streams and processes write). The
+ * rest of the launch geometry is the caller's to check. */
+int sg_launch(struct sg_stream *s, const struct sg_kernel *k, unsigned blocks, void **args);
 
 #endif

@@ -10,7 +10,9 @@
  * "Device" memory is host memory. Each stream is a thread running its queue
  * in order; stream waits spin on host memory; events count records; a module
  * is accepted only from an image starting with STAND_IN_HIP_IMAGE_MARKER,
- * and its kernels run the host reduction (src/device/reduce.h). The engine
+ * and its kernels run the host reduction (src/device/reduce.h), except the
+ * window kernels (hetccl_window_<type>), which run their host build, each
+ * block on a thread of its own. The engine
  * of all that is shared with the stand-in CUDA driver (stand_in_gpu_engine.h).
  * hipLaunchHostFunc queues a host function in stream order (the stand-in
  * RCCL runs its collectives so). A wait compares as HIP's does: the masked
@@ -299,5 +301,5 @@ EXPORT int hipModuleLaunchKernel(const struct sg_kernel *k, unsigned gx, unsigne
                                  void **extra) {
   if (!k || !args || extra || !gx || gy != 1 || gz != 1 || bx != 512 || by != 1 || bz != 1 || shared)
     return E_INVALID_VALUE;
-  return hip_error(sg_launch(s, k, args));
+  return hip_error(sg_launch(s, k, gx, args));
 }

@@ -32,6 +32,13 @@
 #                         HETCCL_PROGRESS_EPOCH=1 (the progress engine's
 #                         flag starts an epoch on its other word at every
 #                         staged phase; exec/progress.h)
+# The hip ranks move their device-window transfers with the window kernel
+# (HETCCL_WINDOW_KERNEL, auto: on for hip; the stand-in runs its host build,
+# a thread per block) unless a run says HETCCL_WINDOW_KERNEL=0 (stream
+# waits, writes and copies per chunk); the epoch runs and a run with a
+# 1 MiB window (grown lanes, 8 chunks, several blocks per transfer) name
+# the kernel explicitly, and the memop path keeps a run of each window
+# layout and of the epoch.
 # Counts 0,1,7,1023; ROCm 6 also runs 65539 on the three- and four-domain
 # layouts. The multi-rank layouts run on ROCm 6 (the ABI branch is the
 # hip kind's, covered by the one-rank layouts on both).
@@ -49,10 +56,10 @@ if [ ! -x "$bin" ] || [ ! -e "$rccl" ]; then
 fi
 passed=0
 failed=0
-run() { # ABI WINDOW_BYTES COUNTS LAYOUT [VAR=VALUE]
+run() { # ABI WINDOW_BYTES COUNTS LAYOUT [VAR=VALUE...]
   local hip=$build/test-tools/stand-in-hip-rocm$1/libamdhip64.so out
-  local desc="rocm$1 $4 counts $3${2:+ HETCCL_SHM_WINDOW_BYTES=$2}${5:+ $5}"
-  if out=$(env HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" ${2:+HETCCL_SHM_WINDOW_BYTES=$2} ${5:+"$5"} \
+  local desc="rocm$1 $4 counts $3${2:+ HETCCL_SHM_WINDOW_BYTES=$2}${5:+ ${*:5}}"
+  if out=$(env HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" ${2:+HETCCL_SHM_WINDOW_BYTES=$2} "${@:5}" \
       timeout 120 "$bin" --layout "$4" --counts "$3" --timeout 60 2>&1) &&
       grep -q ' passed, 0 failed$' <<<"$out"; then
     passed=$((passed + 1))
@@ -79,12 +86,20 @@ run 6 "" 65539 hip:d0,hip:d0,hip:d1,host
 # The window counters restart every 4 KiB instead of 512 GiB (exec/window.c:
 # the handshake that keeps them from wrapping, which HIP's unsigned waits,
 # modelled by the stand-in, would not survive).
-run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K
-run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K
 # The progress engine's flag restarts at every staged phase instead of
 # after 2^31 values (exec/progress.h, "Epochs"), under the stand-in's
 # unsigned waits.
 run 6 0 0,1,7,1023,65539 hip,host HETCCL_PROGRESS_EPOCH=1
 run 6 0 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_PROGRESS_EPOCH=1
+run 6 "" 0,1,7,1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=1
+run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=1
+run 6 "" 1023,65539 hip:d0,hip:d1,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=0
+run 6 "" 1023,65539 hip,host HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=0
+# The window kernel through grown lanes (a 1 MiB window: the withheld-host
+# job's 16 MiB go in 8 chunks, 4 blocks each), and the memop path on the
+# window layouts.
+run 6 1M 1023,65539 hip:d0,hip:d1,host HETCCL_WINDOW_KERNEL=1
+run 6 "" 0,1,7,1023 hip:d0,hip:d1,host HETCCL_WINDOW_KERNEL=0
+run 6 "" 0,1,7,1023 hip,host HETCCL_WINDOW_KERNEL=0
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

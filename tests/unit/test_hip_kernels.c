@@ -6,8 +6,9 @@
  *    suffix gives its image; unknown, prefix, empty and NULL names give NULL
  *    and 0 bytes;
  *  - each image, read by the small ELF64 reader here: EM_AMDGPU, the
- *    e_flags processor (EF_AMDGPU_MACH) of its architecture, the 24 kernels
- *    (hetccl_reduce_<type> and hetccl_finish_<type>, each a function and a
+ *    e_flags processor (EF_AMDGPU_MACH) of its architecture, the 36 kernels
+ *    (hetccl_reduce_<type>, hetccl_finish_<type> and hetccl_window_<type>,
+ *    each a function and a
  *    64-byte kernel descriptor "<name>.kd"), no undefined symbol, and no
  *    private segment: private_segment_fixed_size (descriptor offset 4) is 0,
  *    the scratch-enable bit of compute_pgm_rsrc2 (offset 52, bit 0) is
@@ -39,6 +40,7 @@ static const struct {
     {"gfx1100", 0x041}, {"gfx1101", 0x046}, {"gfx1102", 0x047}, {"gfx1200", 0x048}, {"gfx1201", 0x04e},
 };
 
+static const char *const g_kinds[3] = {"reduce", "finish", "window"};
 static const char *const g_types[12] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
                                         "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
 
@@ -106,7 +108,7 @@ static void check_image(const char *arch, const unsigned char *b, size_t n) {
   CHK(e.shentsize == 64 && e.shnum > 0 && in_bounds(&e, e.shoff, (uint64_t)e.shnum * 64), "%s: section headers", arch);
   if (g_fail > fails) return;
 
-  int found_func[2][12] = {{0}}, kd_ok[2][12] = {{0}}, nkd = 0, nundef = 0, nsym = 0;
+  int found_func[3][12] = {{0}}, kd_ok[3][12] = {{0}}, nkd = 0, nundef = 0, nsym = 0;
   int meta_priv = 0, meta_priv0 = 0, meta_dyn = 0, meta_dyn_false = 0, notes = 0;
   for (unsigned s = 0; s < e.shnum; s++) {
     if (SH_TYPE(&e, s) == SHT_NOTE && in_bounds(&e, SH_OFFSET(&e, s), SH_SIZE(&e, s))) {
@@ -141,10 +143,10 @@ static void check_image(const char *arch, const unsigned char *b, size_t n) {
         CHK(0, "%s: undefined symbol %s", arch, name);
       }
       if (strncmp(name, "hetccl_", 7) != 0) continue;
-      for (int k = 0; k < 2; k++)
+      for (int k = 0; k < 3; k++)
         for (int t = 0; t < 12; t++) {
           char want[64];
-          snprintf(want, sizeof want, "hetccl_%s_%s", k ? "finish" : "reduce", g_types[t]);
+          snprintf(want, sizeof want, "hetccl_%s_%s", g_kinds[k], g_types[t]);
           size_t wl = strlen(want);
           if (strcmp(name, want) == 0 && type == 2 /* STT_FUNC */ && shndx != 0) found_func[k][t] = 1;
           if (strncmp(name, want, wl) == 0 && strcmp(name + wl, ".kd") == 0 && size == 64 && shndx < e.shnum) {
@@ -161,16 +163,16 @@ static void check_image(const char *arch, const unsigned char *b, size_t n) {
   }
   CHK(nsym > 0, "%s: a symbol table", arch);
   CHK(nundef == 0, "%s: no undefined symbols (%d)", arch, nundef);
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 3; k++)
     for (int t = 0; t < 12; t++) {
-      CHK(found_func[k][t], "%s: kernel hetccl_%s_%s defined", arch, k ? "finish" : "reduce", g_types[t]);
-      CHK(kd_ok[k][t], "%s: kernel descriptor hetccl_%s_%s.kd", arch, k ? "finish" : "reduce", g_types[t]);
+      CHK(found_func[k][t], "%s: kernel hetccl_%s_%s defined", arch, g_kinds[k], g_types[t]);
+      CHK(kd_ok[k][t], "%s: kernel descriptor hetccl_%s_%s.kd", arch, g_kinds[k], g_types[t]);
     }
-  CHK(nkd == 24, "%s: 24 kernel descriptors (got %d)", arch, nkd);
+  CHK(nkd == 36, "%s: 36 kernel descriptors (got %d)", arch, nkd);
   CHK(notes == 1, "%s: one AMDGPU metadata note (got %d)", arch, notes);
-  CHK(meta_priv == 24 && meta_priv0 == 24, "%s: metadata .private_segment_fixed_size 0 for 24 kernels (%d of %d)", arch,
+  CHK(meta_priv == 36 && meta_priv0 == 36, "%s: metadata .private_segment_fixed_size 0 for 36 kernels (%d of %d)", arch,
       meta_priv0, meta_priv);
-  CHK(meta_dyn == 24 && meta_dyn_false == 24, "%s: metadata .uses_dynamic_stack false for 24 kernels (%d of %d)", arch,
+  CHK(meta_dyn == 36 && meta_dyn_false == 36, "%s: metadata .uses_dynamic_stack false for 36 kernels (%d of %d)", arch,
       meta_dyn_false, meta_dyn);
 #undef CHK
 }

@@ -13,6 +13,14 @@
  *    run as a grid of 1, 3 and 37 simulated threads, on random data laced
  *    with NaN, infinities, zeros of both signs, subnormals, values at the
  *    bf16/fp8 rounding midpoints and past the fp8 saturation bounds.
+ *  - the window kernel (hetccl_window_<type>) as one simulated thread per
+ *    block, blocks run one after another (the track's first block last, as
+ *    it waits for the others' reports): a send track of three blocks
+ *    striping two odd-sized chunks into a ring at their places, the
+ *    counter it writes, a reducing receive track of two blocks (float sum
+ *    against the host reduction), a copying one with a restart's step
+ *    (the counter to 0, then the restart word), and a launch whose wait
+ *    never passes, released by the abort word: nothing moved or written.
  * NaN results are compared bit for bit too: on the host both sides compute
  * the same operations in the same order (the GPUs' canonical NaNs are what
  * the contract leaves open, not this).
@@ -27,7 +35,9 @@
 /* The host vendor layer leaves these to the includer: one simulated
  * thread of a 1-D grid per call. */
 static unsigned long long g_tid, g_nthreads;
-#define HK_KERNEL(name) static void name
+static unsigned g_block;
+#define HK_BLOCK() g_block
+#define HK_KERNEL(name) __attribute__((unused)) static void name /* the window kernels: tests/abi/stand_in_hip.c */
 #define HK_TID() g_tid
 #define HK_NTHREADS() g_nthreads
 #include "device/kernels/reduce.cu"
@@ -273,7 +283,97 @@ static void check_type(hetcclDataType_t dt) {
     }
 }
 
+/* ---- the window kernel ---- */
+
+static uint64_t addr(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* Runs the launch's blocks, each track's first block after its others. */
+static void run_window(void (*fn)(const struct hk_wx_desc), const struct hk_wx_desc *d) {
+  for (unsigned t = 0; t < d->ntracks; t++) {
+    for (unsigned b = 1; b < d->t[t].blocks; b++) {
+      g_block = d->t[t].block0 + b;
+      fn(*d);
+    }
+    g_block = d->t[t].block0;
+    fn(*d);
+  }
+}
+
+static void check_window(void) {
+  static unsigned char src[4096], ring[4096], dst[4096], ref[4096], acc[4096];
+  static uint64_t prog[32];
+  uint32_t produced = 0, consumed = 0, abort_word = 0;
+  for (size_t i = 0; i < sizeof src; i++) src[i] = (unsigned char)rnd();
+  /* float data for the reduction: no NaN, so the host sum compares bitwise */
+  for (size_t i = 0; i < 1100 / 4; i++) {
+    float f = (float)((int)(rnd() % 2001) - 1000) / 8.0f, g = (float)((int)(rnd() % 2001) - 1000) / 16.0f;
+    memcpy(src + 4 * i, &f, 4);
+    memcpy(acc + 4 * i, &g, 4);
+  }
+  memset(ring, 0xee, sizeof ring);
+  memset(prog, 0, sizeof prog);
+  struct hk_wx_desc d;
+  memset(&d, 0, sizeof d);
+  d.abort_word = addr(&abort_word);
+  d.prog = addr(prog);
+  d.gen = 1;
+  d.ntracks = 1;
+  d.nblocks = 3;
+  d.t[0] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&consumed), .write_ctr = addr(&produced),
+                                .first = 0, .nsteps = 2, .block0 = 0, .blocks = 3, .send = 1};
+  d.s[0] = (struct hk_wx_step){.buf = addr(src), .at = 0, .n = 1100, .write = 5, .flags = HK_WX_MOVE | HK_WX_WRITE};
+  d.s[1] = (struct hk_wx_step){.buf = addr(src + 1100), .at = 1280, .n = 999, .wait = 0, .write = 9,
+                               .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE};
+  run_window(hetccl_window_uint8, &d);
+  CHECK(memcmp(ring, src, 1100) == 0 && memcmp(ring + 1280, src + 1100, 999) == 0, "window send: chunks at their places");
+  CHECK(ring[1100] == 0xee && ring[1279] == 0xee && ring[1280 + 999] == 0xee, "window send: nothing between or after");
+  CHECK(produced == 9, "window send: produced %u, want 9", produced);
+  CHECK(prog[1] == (1ull << 20 | 2) && prog[2] == (1ull << 20 | 2), "window send: blocks report gen << 20 | step");
+
+  /* dst = acc + ring (float sum) by two blocks, then a plain copy out */
+  memset(&d.t, 0, sizeof d.t);
+  d.gen = 2;
+  d.ntracks = 2;
+  d.nblocks = 3;
+  d.t[0] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&produced), .write_ctr = addr(&consumed),
+                                .first = 0, .nsteps = 1, .block0 = 0, .blocks = 2, .send = 0};
+  d.s[0] = (struct hk_wx_step){.buf = addr(dst), .a = addr(acc), .at = 0, .n = 1100, .wait = 5, .write = 5,
+                               .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE | HK_SUM << 8};
+  uint32_t produced2 = 3, consumed2 = 0;
+  uint32_t produced_resets = 4, consumed_resets = 0;
+  d.t[1] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&produced2), .write_ctr = addr(&consumed2),
+                                .wait_rst = addr(&produced_resets), .write_rst = addr(&consumed_resets),
+                                .first = 1, .nsteps = 2, .block0 = 2, .blocks = 1, .send = 0};
+  d.s[1] = (struct hk_wx_step){.buf = addr(dst + 2048), .at = 1280, .n = 999, .wait = 3, .write = 3,
+                               .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE};
+  d.s[2] = (struct hk_wx_step){.n = 4, .wait = 4, .write = 0, .flags = HK_WX_WAIT_RST | HK_WX_WRITE | HK_WX_WRITE_RST};
+  run_window(hetccl_window_float32, &d);
+  hetccl_redop op = {.combine = HETCCL_COMBINE_SUM};
+  hetccl_host_reduce(ref, acc, 0, ring, 1100 / 4, hetcclFloat32, &op);
+  CHECK(memcmp(dst, ref, 1100) == 0, "window receive: dst = a + ring (float sum)");
+  CHECK(memcmp(dst + 2048, src + 1100, 999) == 0, "window receive: copied out");
+  CHECK(consumed == 5, "window receive: consumed %u, want 5", consumed);
+  CHECK(consumed2 == 0 && consumed_resets == 4, "window restart: consumed %u (want 0), its restart word %u (want 4)",
+        consumed2, consumed_resets);
+
+  /* A wait that never passes (>= 12345): the abort word releases it; nothing moves or is written. */
+  memset(dst, 0x5a, sizeof dst);
+  abort_word = 1;
+  d.gen = 3;
+  d.ntracks = 1;
+  d.nblocks = 1;
+  d.t[0] = (struct hk_wx_track){.ring = addr(ring), .wait_ctr = addr(&produced), .write_ctr = addr(&consumed),
+                                .first = 0, .nsteps = 1, .block0 = 0, .blocks = 1, .send = 0};
+  d.s[0] = (struct hk_wx_step){.buf = addr(dst), .at = 0, .n = 1100, .wait = 12345, .write = 77,
+                               .flags = HK_WX_WAIT_GEQ | HK_WX_MOVE | HK_WX_WRITE};
+  run_window(hetccl_window_uint8, &d);
+  CHECK(dst[0] == 0x5a && dst[1099] == 0x5a && consumed == 5, "window abort: nothing moved (dst 0x%02x), nothing written (consumed %u)",
+        dst[0], consumed);
+}
+
 int main(void) {
+  check_window();
+  printf("window kernel: %ld passed, %ld failed\n", g_pass, g_fail);
   check_conversions();
   printf("conversions: %ld passed, %ld failed\n", g_pass, g_fail);
   for (int dt = 0; dt < hetcclNumTypes; dt++)

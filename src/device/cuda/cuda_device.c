@@ -122,6 +122,7 @@ const struct hetccl_device_ops hetccl_device_cuda = {
     .stream_capturing = hetccl_cuda_stream_capturing,
     .reduce = hetccl_cuda_reduce,
     .load_kernels = hetccl_cuda_load_kernels,
+    .window_xfer = hetccl_cuda_window_xfer,
     .can_dmabuf = hetccl_cuda_can_dmabuf,
     .dmabuf_export = hetccl_cuda_dmabuf_export,
 };

@@ -30,6 +30,7 @@ hetcclResult_t hetccl_cuda_event_destroy(void *event);
 hetcclResult_t hetccl_cuda_copy_async(void *dst, const void *src, size_t bytes, hetcclStream_t stream);
 hetcclResult_t hetccl_cuda_zero_async(void *dst, size_t bytes, hetcclStream_t stream);
 hetcclResult_t hetccl_cuda_load_kernels(int device);
+hetcclResult_t hetccl_cuda_window_xfer(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream);
 int hetccl_cuda_can_wait_value(int device);
 hetcclResult_t hetccl_cuda_stream_capturing(hetcclStream_t stream, int *capturing);
 hetcclResult_t hetccl_cuda_wait_value32(hetcclStream_t stream, void *dev_addr, uint32_t value, int cond);

@@ -37,6 +37,7 @@ struct kernel_module {
   CUmodule module;
   CUfunction reduce[hetcclNumTypes];
   CUfunction finish[hetcclNumTypes];
+  CUfunction window[hetcclNumTypes];
   unsigned max_blocks; /* enough resident blocks to saturate the device's memory */
 };
 
@@ -104,6 +105,8 @@ static hetcclResult_t load_module(const struct hetccl_cu *cu, CUcontext ctx, str
     HETCCL_CU_TRY(cu, ModuleGetFunction(&m->reduce[t], m->module, name));
     snprintf(name, sizeof name, "hetccl_finish_%s", g_type_names[t]);
     HETCCL_CU_TRY(cu, ModuleGetFunction(&m->finish[t], m->module, name));
+    snprintf(name, sizeof name, "hetccl_window_%s", g_type_names[t]);
+    HETCCL_CU_TRY(cu, ModuleGetFunction(&m->window[t], m->module, name));
   }
   HETCCL_CU_TRY(cu, CtxGetDevice(&dev));
   HETCCL_CU_TRY(cu, DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
@@ -192,4 +195,20 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
     HETCCL_TRY(launch(cu, m->finish[dt], blocks, (CUstream)stream, args, "cuLaunchKernel(hetccl_finish)"));
   }
   return hetcclSuccess;
+}
+
+/* One launch of the window kernel (device.h): the descriptor goes by value
+ * in the kernel's parameters, copied by the driver at the call. */
+hetcclResult_t hetccl_cuda_window_xfer(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream) {
+  if ((unsigned)dt >= (unsigned)hetcclNumTypes || desc->nblocks == 0 || desc->nblocks > HETCCL_WX_BLOCKS)
+    return hetccl_error(hetcclInternalError, "cuda window kernel: type %d, %u blocks", (int)dt, desc->nblocks);
+  if (!kernels_image())
+    return hetccl_error(hetcclInvalidUsage,
+                        "this HetCCL was built without CUDA kernels (no nvcc at build time): no window kernel");
+  const struct hetccl_cu *cu;
+  const struct kernel_module *m = NULL;
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  HETCCL_TRY(module_for_current(cu, &m));
+  void *args[] = {(void *)desc};
+  return launch(cu, m->window[dt], desc->nblocks, (CUstream)stream, args, "cuLaunchKernel(hetccl_window)");
 }

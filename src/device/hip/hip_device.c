@@ -130,6 +130,7 @@ const struct hetccl_device_ops hetccl_device_hip = {
     .stream_capturing = hetccl_hip_stream_capturing,
     .reduce = hetccl_hip_reduce,
     .load_kernels = hetccl_hip_load_kernels,
+    .window_xfer = hetccl_hip_window_xfer,
     .can_dmabuf = hip_can_dmabuf,
     .dmabuf_export = NULL,
 };

@@ -85,6 +85,7 @@ hetcclResult_t hetccl_hip_host_unregister(void *host);
 
 /* hip_kernels.c */
 hetcclResult_t hetccl_hip_load_kernels(int device);
+hetcclResult_t hetccl_hip_window_xfer(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream);
 hetcclResult_t hetccl_hip_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                                  const hetccl_redop *op, unsigned flags, hetcclStream_t stream);
 

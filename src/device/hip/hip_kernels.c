@@ -28,6 +28,7 @@ struct kernel_module {
   hipModule_t module;
   hipFunction_t reduce[hetcclNumTypes];
   hipFunction_t finish[hetcclNumTypes];
+  hipFunction_t window[hetcclNumTypes];
 };
 
 static struct kernel_module g_modules[MAX_DEVICES];
@@ -55,6 +56,8 @@ static hetcclResult_t load_module(const struct hetccl_hip *hip, int device, stru
     HETCCL_HIP_TRY(hip, ModuleGetFunction(&m->reduce[t], m->module, name));
     snprintf(name, sizeof name, "hetccl_finish_%s", g_type_names[t]);
     HETCCL_HIP_TRY(hip, ModuleGetFunction(&m->finish[t], m->module, name));
+    snprintf(name, sizeof name, "hetccl_window_%s", g_type_names[t]);
+    HETCCL_HIP_TRY(hip, ModuleGetFunction(&m->window[t], m->module, name));
   }
   HETCCL_INFO("HIP kernels for %s loaded on device %d (%zu bytes)", arch, device, bytes);
   return hetcclSuccess;
@@ -129,4 +132,19 @@ hetcclResult_t hetccl_hip_reduce(void *dst, const void *a, const void *b, size_t
     HETCCL_TRY(launch(hip, m->finish[dt], blocks, (hipStream_t)stream, args, "hipModuleLaunchKernel(hetccl_finish)"));
   }
   return hetcclSuccess;
+}
+
+/* One launch of the window kernel (device.h): the descriptor goes by value
+ * in the kernel's arguments, copied by the runtime at the call. */
+hetcclResult_t hetccl_hip_window_xfer(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream) {
+  if ((unsigned)dt >= (unsigned)hetcclNumTypes || desc->nblocks == 0 || desc->nblocks > HETCCL_WX_BLOCKS)
+    return hetccl_error(hetcclInternalError, "hip window kernel: type %d, %u blocks", (int)dt, desc->nblocks);
+  const struct hetccl_hip *hip;
+  const struct kernel_module *m = NULL;
+  int device = 0;
+  HETCCL_TRY(hetccl_hip_get(&hip));
+  HETCCL_HIP_TRY(hip, GetDevice(&device)); /* the context rule: the stream's device is current */
+  HETCCL_TRY(module_for(hip, device, &m));
+  void *args[] = {(void *)desc};
+  return launch(hip, m->window[dt], desc->nblocks, (hipStream_t)stream, args, "hipModuleLaunchKernel(hetccl_window)");
 }

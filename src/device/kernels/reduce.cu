@@ -76,6 +76,22 @@ typedef uint4 hk_v4;
 #define HK_VLD(p, i) ((p)[i])
 #define HK_VST(p, i, v) ((p)[i] = (v))
 #define HK_PRAGMA_UNROLL _Pragma("unroll")
+/* The window kernel's: block, a thread in its block, barrier, system-scope
+ * fence, loads and stores of counters that another agent (a CPU, another
+ * GPU) writes or reads, a pause in a spin, block-shared memory, and a
+ * by-value argument used in place (no copy to local memory). */
+#define HK_BLOCK() ((hk_u32)blockIdx.x)
+#define HK_LTID() ((hk_u64)threadIdx.x)
+#define HK_LNTHREADS() ((hk_u64)blockDim.x)
+#define HK_SYNC() __syncthreads()
+#define HK_FENCE_SYS() __threadfence_system()
+#define HK_LD32(p) (*(volatile const hk_u32 *)(p))
+#define HK_ST32(p, v) (*(volatile hk_u32 *)(p) = (v))
+#define HK_LD64(p) (*(volatile const hk_u64 *)(p))
+#define HK_ST64(p, v) (*(volatile hk_u64 *)(p) = (v))
+#define HK_PAUSE(n) ((void)(n), __nanosleep(64))
+#define HK_SHARED __shared__
+#define HK_GRID_CONST const __grid_constant__
 
 #elif defined(__HIP__) /* clang -x hip --cuda-device-only -nogpuinc -nogpulib: no headers */
 /* Ordinary float operations round to nearest on AMD GPUs (denormals kept:
@@ -114,6 +130,23 @@ HK_DEV hk_v4 HK_V4(hk_u32 x, hk_u32 y, hk_u32 z, hk_u32 w) {
 #define HK_VLD(p, i) ((p)[i])
 #define HK_VST(p, i, v) ((p)[i] = (v))
 #define HK_PRAGMA_UNROLL _Pragma("unroll")
+#define HK_BLOCK() ((hk_u32)__builtin_amdgcn_workgroup_id_x())
+#define HK_LTID() ((hk_u64)__builtin_amdgcn_workitem_id_x())
+#define HK_LNTHREADS() ((hk_u64)__builtin_amdgcn_workgroup_size_x())
+#define HK_SYNC()                                           \
+  do {                                                      \
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");  \
+    __builtin_amdgcn_s_barrier();                           \
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");  \
+  } while (0)
+#define HK_FENCE_SYS() __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "")
+#define HK_LD32(p) __hip_atomic_load((hk_u32 *)(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM)
+#define HK_ST32(p, v) __hip_atomic_store((hk_u32 *)(p), (hk_u32)(v), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM)
+#define HK_LD64(p) __hip_atomic_load((hk_u64 *)(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM)
+#define HK_ST64(p, v) __hip_atomic_store((hk_u64 *)(p), (hk_u64)(v), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM)
+#define HK_PAUSE(n) ((void)(n), __builtin_amdgcn_s_sleep(2))
+#define HK_SHARED __attribute__((shared))
+#define HK_GRID_CONST const
 
 #else /* host C: the kernel bodies as plain functions (tests/unit/test_kernel_body.c) */
 #include <string.h>
@@ -177,6 +210,25 @@ static inline hk_v4 hk_host_vld(const void *p, hk_u64 i) {
     memcpy((char *)(p) + 16 * (i), &hk_vst_tmp, 16); \
   } while (0)
 #define HK_PRAGMA_UNROLL
+/* The window kernel as host C runs one thread per block (the stand-in HIP
+ * runs each block on a thread of its own and defines HK_BLOCK and
+ * HK_PAUSE; tests/abi/stand_in_hip.c). */
+#ifndef HK_BLOCK
+#define HK_BLOCK() 0u
+#endif
+#ifndef HK_PAUSE
+#define HK_PAUSE(n) ((void)(n)++)
+#endif
+#define HK_LTID() 0ull
+#define HK_LNTHREADS() 1ull
+#define HK_SYNC() ((void)0)
+#define HK_FENCE_SYS() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define HK_LD32(p) __atomic_load_n((hk_u32 *)(p), __ATOMIC_ACQUIRE)
+#define HK_ST32(p, v) __atomic_store_n((hk_u32 *)(p), (hk_u32)(v), __ATOMIC_RELEASE)
+#define HK_LD64(p) __atomic_load_n((hk_u64 *)(p), __ATOMIC_ACQUIRE)
+#define HK_ST64(p, v) __atomic_store_n((hk_u64 *)(p), (hk_u64)(v), __ATOMIC_RELEASE)
+#define HK_SHARED static _Thread_local
+#define HK_GRID_CONST const
 #endif
 
 /* Shared with src/device/cuda/cuda_kernels.c. */
@@ -499,11 +551,12 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
 /* statement VEC for 16-byte vector v (pointers vd, va, vb), used where d, */
 /* a and b (if any) are equally misaligned; elements before the first     */
 /* aligned vector and after the last whole one go singly. Expects d, a,   */
-/* b, has_b and n in scope.                                               */
+/* b, has_b, n and the walking thread's index tid0 of nth0 in scope (the  */
+/* grid's for the reduce kernels, a block's for the window kernel).       */
 
 #define HK_WALK(K, ONE, VEC)                                                                    \
-  const hk_u64 tid = HK_TID();                                                                  \
-  const hk_u64 nthreads = HK_NTHREADS();                                                        \
+  const hk_u64 tid = tid0;                                                                      \
+  const hk_u64 nthreads = nth0;                                                                 \
   const hk_u32 mis = (hk_u32)((hk_u64)d & 15u);                                                 \
   const int vec = ((hk_u64)a & 15u) == mis && (!has_b || ((hk_u64)b & 15u) == mis) &&           \
                   mis % K##_SIZE == 0;                                                          \
@@ -556,7 +609,7 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     HK_VEC_APPLY(K, va, vb, K##_elem_##OP(x, y, has_b, premul, s))                                \
   }                                                                                               \
   HK_DEV void K##_range_##OP(K##_t *d, const K##_t *a, const K##_t *b, hk_u64 n, int premul,     \
-                             K##_ct s) {                                                          \
+                             K##_ct s, hk_u64 tid0, hk_u64 nth0) {                                \
     const int has_b = b != 0;                                                                     \
     HK_WALK(K, d[i] = K##_one_##OP(a[i], has_b ? b[i] : a[i], has_b, premul, s),                  \
             HK_VST(vd, v, K##_vec_##OP(HK_VLD(va, v), has_b ? HK_VLD(vb, v) : HK_VLD(va, v), has_b, premul, s)))\
@@ -587,11 +640,12 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     const K##_t *a = (const K##_t *)src_a;                                                         \
     const K##_t *b = (const K##_t *)src_b;                                                         \
     K##_ct s = K##_scalar(hk_scalar_bits(scalar, premul, (int)sizeof(K##_t)));                   \
+    const hk_u64 tid0 = HK_TID(), nth0 = HK_NTHREADS();                                            \
     switch (combine) {                                                                             \
-      case HK_SUM: K##_range_sum(d, a, b, n, premul, s); break;                                    \
-      case HK_PROD: K##_range_prod(d, a, b, n, premul, s); break;                                  \
-      case HK_MAX: K##_range_max(d, a, b, n, premul, s); break;                                    \
-      default: K##_range_min(d, a, b, n, premul, s); break;                                        \
+      case HK_SUM: K##_range_sum(d, a, b, n, premul, s, tid0, nth0); break;                                    \
+      case HK_PROD: K##_range_prod(d, a, b, n, premul, s, tid0, nth0); break;                                  \
+      case HK_MAX: K##_range_max(d, a, b, n, premul, s, tid0, nth0); break;                                    \
+      default: K##_range_min(d, a, b, n, premul, s, tid0, nth0); break;                                        \
     }                                                                                              \
   }                                                                                                \
   HK_KERNEL(hetccl_finish_##NAME)(void *dst, const void *src_a, hk_u64 n, int divisor) {           \
@@ -599,6 +653,7 @@ HK_DEV void hk_put(hk_u32 w[4], int j, int size, hk_u64 bits) {
     const K##_t *a = (const K##_t *)src_a;                                                         \
     const K##_t *b = a;                                                                            \
     const int has_b = 0;                                                                           \
+    const hk_u64 tid0 = HK_TID(), nth0 = HK_NTHREADS();                                            \
     HK_WALK(K, d[i] = K##_fin_one(a[i], divisor), HK_VST(vd, v, K##_fin_vec(has_b ? HK_VLD(vb, v) : HK_VLD(va, v), divisor)))             \
   }
 
@@ -614,3 +669,191 @@ HK_TYPE_KERNELS(float64, f64)
 HK_TYPE_KERNELS(bfloat16, bf16)
 HK_TYPE_KERNELS(float8e4m3, e4m3)
 HK_TYPE_KERNELS(float8e5m2, e5m2)
+
+/* ---------------------------------------------------------------------- */
+/* Window transfers (src/exec/window.c's kernel path): one launch moves   */
+/* every chunk of a link phase's transfers through device windows and    */
+/* writes the counters the peers wait on, as window.c's memop path        */
+/* enqueues them (same chunks, places and counter values, so either end   */
+/* may be a CPU or a GPU on the other path).                              */
+/*                                                                        */
+/* Tracks are lanes (one direction's ring of a window and its counters);  */
+/* a track's blocks (block0 .. block0 + blocks - 1) walk its steps, the   */
+/* chunks of its transfers in phase order. A step: wait (the track's wait */
+/* counter, or its wait restart word, >= `wait`), move (send: `n` bytes   */
+/* from buf to ring + at;                                                 */
+/* receive: from ring + at to buf, or buf = a op ring when a is set, with */
+/* the combine in flags bits 8..15), write (`write` to the track's write  */
+/* counter, then `n` to its restart word for a restart's step, once      */
+/* every block's                                                          */
+/* part of the moves before it is out, behind a system-scope fence).      */
+/* Each block moves its stripe of each move; the track's first block      */
+/* writes the counters after the others report (prog: one word per block */
+/* in device memory, gen << 20 | step + 1, so no reset between launches). */
+/* Every spin also reads the abort word: once set (abort, lost peer)      */
+/* every wait passes and nothing more is moved. Waits are >=, unsigned:   */
+/* the values waited for lie in [1, 2^31] (window.c), where unsigned and  */
+/* wrap-around comparisons agree, and a release's 2^31 ends every one. The layout is struct hetccl_wx_desc of  */
+/* src/device/device.h, byte for byte.                                    */
+
+#define HK_WX_TRACKS 8
+#define HK_WX_STEPS 80
+#define HK_WX_WAIT_GEQ 1u /* the counter */
+#define HK_WX_WAIT_RST 2u /* the restart word */
+#define HK_WX_MOVE 4u
+#define HK_WX_WRITE 8u
+#define HK_WX_WRITE_RST 16u /* after the counter: the restart word = n */
+
+struct hk_wx_step {
+  hk_u64 buf, a, at; /* device addresses of the chunk in the transfer's buffers; its offset in the ring */
+  hk_u32 n, wait, write, flags;
+};
+struct hk_wx_track {
+  hk_u64 ring, wait_ctr, write_ctr, wait_rst, write_rst; /* device addresses */
+  hk_u32 first, nsteps, block0, blocks, send, pad;
+};
+struct hk_wx_desc {
+  hk_u64 abort_word, prog, gen;
+  hk_u32 ntracks, nblocks;
+  struct hk_wx_track t[HK_WX_TRACKS];
+  struct hk_wx_step s[HK_WX_STEPS];
+};
+
+/* Thread 0 of a block: 1 once *ctr >= want, 0 on abort. */
+HK_DEV int hk_wx_wait(hk_u64 abort_word, hk_u64 ctr, hk_u32 want) {
+  for (unsigned spins = 0;; spins++) {
+    if (HK_LD32(ctr) >= want) return 1;
+    if (HK_LD32(abort_word)) return 0;
+    HK_PAUSE(spins);
+  }
+}
+
+/* Thread 0 of a track's first block: 1 once the track's other blocks have
+ * reported `tag`, 0 on abort. */
+HK_DEV int hk_wx_wait_blocks(hk_u64 abort_word, hk_u64 prog, hk_u32 block0, hk_u32 blocks, hk_u64 tag) {
+  for (hk_u32 b = 1; b < blocks; b++)
+    for (unsigned spins = 0; HK_LD64(prog + 8 * (hk_u64)(block0 + b)) < tag; spins++) {
+      if (HK_LD32(abort_word)) return 0;
+      HK_PAUSE(spins);
+    }
+  return 1;
+}
+
+/* d[0, n) = a[0, n) by the block's threads, 16-byte vectors when d and a
+ * are equally misaligned. On CUDA four of them are loaded before any is
+ * stored (one side is host memory across PCIe, whose latency only loads in
+ * flight hide); AMD's clang put those four in scratch, which the kernels
+ * must not use (test_hip_kernels), so it walks one vector at a time there. */
+HK_DEV void hk_wx_copy(hk_u8 *d, const hk_u8 *a, hk_u64 n, hk_u64 tid0, hk_u64 nth0) {
+#if defined(__HIP__)
+  const hk_u8 *b = a;
+  const int has_b = 0;
+  HK_WALK(u8, d[i] = a[i], HK_VST(vd, v, has_b ? HK_VLD(vb, v) : HK_VLD(va, v)))
+#else
+  const hk_u64 mis = (hk_u64)d & 15u;
+  hk_u64 head = n;
+  if (((hk_u64)a & 15u) == mis) {
+    head = (16u - mis) & 15u;
+    if (head > n) head = n;
+  }
+  for (hk_u64 i = tid0; i < head; i += nth0) d[i] = a[i];
+  if (head == n) return;
+  const hk_u64 nvec = (n - head) / 16;
+  hk_v4 *vd = (hk_v4 *)(d + head);
+  const hk_v4 *va = (const hk_v4 *)(a + head);
+  hk_u64 v = tid0;
+  for (; v + 3 * nth0 < nvec; v += 4 * nth0) {
+    const hk_v4 x0 = HK_VLD(va, v), x1 = HK_VLD(va, v + nth0), x2 = HK_VLD(va, v + 2 * nth0),
+                x3 = HK_VLD(va, v + 3 * nth0);
+    HK_VST(vd, v, x0);
+    HK_VST(vd, v + nth0, x1);
+    HK_VST(vd, v + 2 * nth0, x2);
+    HK_VST(vd, v + 3 * nth0, x3);
+  }
+  for (; v < nvec; v += nth0) HK_VST(vd, v, HK_VLD(va, v));
+  for (hk_u64 i = head + nvec * 16 + tid0; i < n; i += nth0) d[i] = a[i];
+#endif
+}
+
+/* One kernel per data type (the type of the phase's reducing receives;
+ * any for a phase that only copies): hetccl_window_<type>(desc). */
+#define HK_WX_KERNEL(NAME, K)                                                                             \
+  HK_KERNEL(hetccl_window_##NAME)(HK_GRID_CONST struct hk_wx_desc D) {                                    \
+    HK_SHARED int hk_go;                                                                                  \
+    const hk_u32 blk = HK_BLOCK();                                                                        \
+    const hk_u64 tid0 = HK_LTID(), nth0 = HK_LNTHREADS();                                                 \
+    hk_u32 ti = 0;                                                                                        \
+    while (ti < D.ntracks && !(blk >= D.t[ti].block0 && blk < D.t[ti].block0 + D.t[ti].blocks)) ti++;    \
+    if (ti == D.ntracks) return;                                                                          \
+    const struct hk_wx_track *T = &D.t[ti];                                                               \
+    const hk_u32 sub = blk - T->block0;                                                                   \
+    if (tid0 == 0) hk_go = 1;                                                                             \
+    HK_SYNC();                                                                                            \
+    for (hk_u32 k = 0; k < T->nsteps; k++) {                                                              \
+      const struct hk_wx_step *S = &D.s[T->first + k];                                                    \
+      if (S->flags & (HK_WX_WAIT_GEQ | HK_WX_WAIT_RST)) {                                                 \
+        const hk_u64 word = (S->flags & HK_WX_WAIT_RST) ? T->wait_rst : T->wait_ctr;                      \
+        if (tid0 == 0 && hk_go && !hk_wx_wait(D.abort_word, word, S->wait)) hk_go = 0;                    \
+        HK_SYNC();                                                                                        \
+        HK_FENCE_SYS(); /* what the counter announced, seen by every thread */                            \
+      }                                                                                                   \
+      if ((S->flags & HK_WX_MOVE) && hk_go) {                                                             \
+        /* The block's stripe: whole 256-byte units, so every element type stays whole. */                \
+        hk_u64 per = ((hk_u64)S->n + T->blocks - 1) / T->blocks;                                           \
+        per = (per + 255) & ~(hk_u64)255;                                                                 \
+        hk_u64 lo = per * sub, hi = lo + per < S->n ? lo + per : S->n;                                    \
+        if (lo < hi) {                                                                                    \
+          hk_u8 *ring = (hk_u8 *)T->ring + S->at + lo, *buf = (hk_u8 *)S->buf + lo;                       \
+          if (T->send) {                                                                                  \
+            hk_wx_copy(ring, buf, hi - lo, tid0, nth0);                                                   \
+          } else if (!S->a) {                                                                             \
+            hk_wx_copy(buf, ring, hi - lo, tid0, nth0);                                                   \
+          } else {                                                                                        \
+            const K##_t *a = (const K##_t *)((const hk_u8 *)S->a + lo);                                  \
+            K##_t *d = (K##_t *)buf;                                                                      \
+            const K##_t *b = (const K##_t *)ring;                                                         \
+            const hk_u64 cnt = (hi - lo) / K##_SIZE;                                                      \
+            const K##_ct s0 = K##_scalar(0);                                                              \
+            switch (S->flags >> 8) {                                                                         \
+              case HK_SUM: K##_range_sum(d, a, b, cnt, 0, s0, tid0, nth0); break;                         \
+              case HK_PROD: K##_range_prod(d, a, b, cnt, 0, s0, tid0, nth0); break;                       \
+              case HK_MAX: K##_range_max(d, a, b, cnt, 0, s0, tid0, nth0); break;                         \
+              default: K##_range_min(d, a, b, cnt, 0, s0, tid0, nth0); break;                             \
+            }                                                                                             \
+          }                                                                                               \
+        }                                                                                                 \
+      }                                                                                                   \
+      if (S->flags & (HK_WX_WRITE | HK_WX_WRITE_RST)) {                                                   \
+        HK_FENCE_SYS(); /* this thread's part of the moves is out */                                      \
+        HK_SYNC();                                                                                        \
+        if (tid0 == 0) {                                                                                  \
+          const hk_u64 tag = (D.gen << 20) | (hk_u64)(k + 1);                                             \
+          if (sub != 0) {                                                                                 \
+            HK_ST64(D.prog + 8 * (hk_u64)blk, tag);                                                       \
+          } else if (hk_go && hk_wx_wait_blocks(D.abort_word, D.prog, T->block0, T->blocks, tag)) {       \
+            HK_FENCE_SYS(); /* the other blocks' parts, which their reports announced */                  \
+            if (S->flags & HK_WX_WRITE) HK_ST32(T->write_ctr, S->write);                                  \
+            if (S->flags & HK_WX_WRITE_RST) {                                                             \
+              HK_FENCE_SYS(); /* the counter's reset before the restart word that announces it */         \
+              HK_ST32(T->write_rst, S->n);                                                                \
+            }                                                                                             \
+          } else {                                                                                        \
+            hk_go = 0;                                                                                    \
+          }                                                                                               \
+        }                                                                                                 \
+      }                                                                                                   \
+    }                                                                                                     \
+  }
+
+HK_WX_KERNEL(int8, i8)
+HK_WX_KERNEL(uint8, u8)
+HK_WX_KERNEL(int32, i32)
+HK_WX_KERNEL(uint32, u32)
+HK_WX_KERNEL(int64, i64)
+HK_WX_KERNEL(uint64, u64)
+HK_WX_KERNEL(float16, f16)
+HK_WX_KERNEL(float32, f32)
+HK_WX_KERNEL(float64, f64)
+HK_WX_KERNEL(bfloat16, bf16)
+HK_WX_KERNEL(float8e4m3, e4m3)
+HK_WX_KERNEL(float8e5m2, e5m2)
