@@ -25,9 +25,15 @@
 #   cuda:d0,cuda:d0,hip:d1   a two-rank cuda domain (the stand-in NCCL)
 #                            beside a hip rank
 #   cuda:d0,hip:d1 with HETCCL_SHM_WINDOW_EPOCH=4K (window counters
-#                            restarted every 4 KiB: their handshakes make the
-#                            cuda side batch its waits and writes, through
+#                            restarted every 4 KiB), with the window kernel
+#                            and with the memop path (HETCCL_WINDOW_KERNEL=0:
+#                            the restart handshakes make the cuda side batch
+#                            its waits and writes, through
 #                            cuStreamBatchMemOp, over a thousand times)
+# Device windows are moved by the window kernel (HETCCL_WINDOW_KERNEL auto:
+# on for cuda and hip; the stand-ins run its host build, a thread per block)
+# except where a run says HETCCL_WINDOW_KERNEL=0 (stream waits, writes and
+# copies per chunk): cuda:d0,hip:d1 runs both ways.
 #   cuda,host once more with the driver's cuGetProcAddress_v2 refusing, so
 #                            the kind resolves every entry point with dlsym
 # Usage: test_cuda_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
@@ -47,10 +53,10 @@ for f in "$bin" "$cuda" "$hip" "$rccl" "$nccl"; do
 done
 passed=0
 failed=0
-run() { # WINDOW_BYTES COUNTS COLLS LAYOUT [VAR=VALUE]
-  local out desc="$4 counts $2${3:+ colls $3}${1:+ HETCCL_SHM_WINDOW_BYTES=$1}${5:+ $5}"
+run() { # WINDOW_BYTES COUNTS COLLS LAYOUT [VAR=VALUE...]
+  local out desc="$4 counts $2${3:+ colls $3}${1:+ HETCCL_SHM_WINDOW_BYTES=$1}${5:+ ${*:5}}"
   if out=$(env HETCCL_CUDA_LIBRARY="$cuda" HETCCL_HIP_LIBRARY="$hip" HETCCL_RCCL_LIBRARY="$rccl" \
-      HETCCL_NCCL_LIBRARY="$nccl" ${1:+HETCCL_SHM_WINDOW_BYTES=$1} ${5:+"$5"} \
+      HETCCL_NCCL_LIBRARY="$nccl" ${1:+HETCCL_SHM_WINDOW_BYTES=$1} "${@:5}" \
       timeout 120 "$bin" --layout "$4" --counts "$2" ${3:+--colls "$3"} --timeout 60 2>&1) &&
       grep -q ' passed, 0 failed$' <<<"$out"; then
     passed=$((passed + 1))
@@ -63,10 +69,12 @@ run() { # WINDOW_BYTES COUNTS COLLS LAYOUT [VAR=VALUE]
 }
 run "" 0,1,7,1023 "" cuda,host
 run "" 0,1,7,1023 "" cuda:d0,hip:d1
+run "" 0,1,7,1023 "" cuda:d0,hip:d1 HETCCL_WINDOW_KERNEL=0
 run "" 1,1023,65539 "" cuda:d0,hip:d1,host
 run 0 1,1023 "" cuda:d0,hip:d1,host
 run "" 1,1023 "" cuda:d0,cuda:d0,hip:d1
-run "" 1023,65539 "" cuda:d0,hip:d1 HETCCL_SHM_WINDOW_EPOCH=4K
+run "" 1023,65539 "" cuda:d0,hip:d1 HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=1
+run "" 1023,65539 "" cuda:d0,hip:d1 HETCCL_SHM_WINDOW_EPOCH=4K HETCCL_WINDOW_KERNEL=0
 run "" 7 allreduce cuda,host STAND_IN_CUDA_NO_GET_PROC=1
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
