@@ -352,14 +352,18 @@ static void run_task(void *arg) {
 
 typedef int (*launch_host_func_fn)(void *stream, void (*fn)(void *), void *arg);
 
-/* hipLaunchHostFunc of the HIP runtime the process already loaded, if any. */
+/* hipLaunchHostFunc of the HIP runtime the process already loaded, else
+ * cuLaunchHostFunc of the CUDA driver (the stand-in CUDA driver, when this
+ * engine stands in for NVIDIA's NCCL in a cuda domain), if any. */
 static launch_host_func_fn launch_host_func(void) {
   static launch_host_func_fn fn;
   static _Atomic int looked;
   if (!atomic_load(&looked)) {
-    const char *path = getenv("HETCCL_HIP_LIBRARY");
-    void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    const char *hip = getenv("HETCCL_HIP_LIBRARY"), *cuda = getenv("HETCCL_CUDA_LIBRARY");
+    void *lib = hip ? dlopen(hip, RTLD_NOW | RTLD_NOLOAD) : NULL;
     fn = lib ? (launch_host_func_fn)dlsym(lib, "hipLaunchHostFunc") : NULL;
+    lib = !fn && cuda ? dlopen(cuda, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (lib) fn = (launch_host_func_fn)dlsym(lib, "cuLaunchHostFunc");
     atomic_store(&looked, 1);
   }
   return fn;

@@ -15,7 +15,9 @@
  * cannot deadlock on full rings. The task runs in the stream's order: it is
  * queued with hipLaunchHostFunc of the HIP runtime the process loaded
  * (HETCCL_HIP_LIBRARY: the stand-in HIP runtime, whose device memory is
- * host memory, and whose streams are threads); without one it runs at once.
+ * host memory, and whose streams are threads), else with cuLaunchHostFunc of
+ * the CUDA driver it loaded (HETCCL_CUDA_LIBRARY: the stand-in CUDA driver,
+ * likewise); without either it runs at once.
  * Reductions are src/device/reduce.h's host reductions, every type and op
  * (Sum, Prod, Max, Min, Avg, PreMulSum with a host or device scalar).
  *

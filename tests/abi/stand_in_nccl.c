@@ -27,7 +27,9 @@
  * AllToAll, AllToAllv; Sum, Prod, Max, Min, Avg, PreMulSum; every type)
  * go to the shared-memory engine of stand_in_ccl_shm.c, which runs each
  * group in the stream's order through the loaded HIP runtime's
- * hipLaunchHostFunc.
+ * hipLaunchHostFunc (or, in a cuda domain, where test-tools/stand-in-quirky
+ * stands in for NVIDIA's NCCL, the stand-in CUDA driver's cuLaunchHostFunc:
+ * tests/scripts/test_cuda_hip_collectives.sh).
  */
 #include <dlfcn.h>
 #include <stddef.h>

@@ -81,6 +81,18 @@ static int use_marker_image(void) {
 #endif
 }
 
+/* Cuda ranks over the stand-in CUDA driver (tests/abi/stand_in_cuda.c, CI
+ * only): it takes the embedded fatbin, and in a build without nvcc, which
+ * has none, this marker instead (hetccl_cuda_set_test_image); either way
+ * the kernels run as their host builds. */
+#include "device/cuda/cuda_internal.h"
+static void use_cuda_marker_image_if_needed(void) {
+#ifdef HETCCL_TEST_STAND_IN_HIP
+  static const char marker[] = "HETCCL-STAND-IN-CUDA-MODULE";
+  if (!hetccl_kernels_cuda_archs()) hetccl_cuda_set_test_image(marker);
+#endif
+}
+
 enum { JOB_MATRIX, JOB_ALLTOALL_INPLACE, JOB_STREAMS, JOB_WITHHELD };
 
 struct opts {
@@ -773,6 +785,7 @@ static int rank_setup(ht_ctx *ctx, const struct opts *o, struct mcase *c) {
   if (!ht_case(ctx, D && D->available(), "the %s device kind is not available", kname)) return -1;
   hetcclResult_t rc = hetcclSuccess;
   if (kind == GPU_LAYOUT_HIP && use_marker_image()) hetccl_hip_set_images(&g_stand_in_images);
+  if (kind == GPU_LAYOUT_CUDA) use_cuda_marker_image_if_needed();
   if (gpu) rc = D->set_device(c->device); /* the communicator takes the current device, as NCCL */
   if (gpu && rc == hetcclSuccess) rc = D->stream_create(c->device, &c->stream);
   return ht_case(ctx, rc == hetcclSuccess, "GPU %d and a stream: %s", c->device, hetcclGetLastError(NULL)) ? 0 : -1;

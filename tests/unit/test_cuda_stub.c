@@ -6,6 +6,9 @@
  *     kind reports itself unavailable;
  *   - the embedded kernels fatbin, when built, is well formed and holds
  *     every architecture hetccl_kernels_cuda_archs() lists;
+ *   - over the stand-in CUDA driver (a test tool) every entry point resolves
+ *     both ways, a GEQ stream wait wraps around as CUDA's, and a driver
+ *     without a device is a clean probe failure;
  *   - the NCCL vendor reports a missing library as "not found", rejects a
  *     library that is not NCCL or is HetCCL itself, and init fails cleanly.
  * Each scenario runs in a forked child (the libraries are loaded once per
@@ -80,6 +83,56 @@ static void cuda_wrong_library(const char *lib) {
   check(contains(hetccl_cu_load_error(), "lacks cu"), "load error says the library lacks the driver API");
   void *p = NULL;
   expect_fail(ops->mem_alloc(0, 64, &p), hetcclSystemError, lib, "mem_alloc with a wrong library");
+}
+
+/* ---- the stand-in CUDA driver (a test tool, tests/abi/stand_in_cuda.c) ---- */
+
+#ifndef HETCCL_TEST_STAND_IN_CUDA
+#define HETCCL_TEST_STAND_IN_CUDA ""
+#endif
+
+/* Without devices its cuInit fails: a clean probe failure naming cuInit. */
+static void stand_in_no_device(const char *lib) {
+  (void)lib;
+  const struct hetccl_device_ops *ops = &hetccl_device_cuda;
+  check(ops->available() == 0 && ops->count() == 0, "cuda unavailable when cuInit finds no device");
+  check(contains(hetccl_cu_load_error(), "cuInit"), "load error names cuInit");
+  void *p = NULL;
+  expect_fail(ops->mem_alloc(0, 64, &p), hetcclUnhandledCudaError, "cuInit", "mem_alloc without a device");
+}
+
+/* Every entry point resolves (through cuGetProcAddress_v2, or with dlsym
+ * when the stand-in refuses it), and a stream wait on a mapped flag
+ * compares as CUDA's GEQ, with wrap-around: 5 is at or past 0xfffffff0,
+ * not yet at 6. */
+static void stand_in_driver(const char *lib) {
+  (void)lib;
+  const struct hetccl_device_ops *ops = &hetccl_device_cuda;
+  check(ops->available() == 1 && ops->count() == 2, "the stand-in driver loads with 2 devices");
+  check(ops->can_wait_value(0) == 1 && ops->can_dmabuf(0) == 0, "stream waits, no dma-buf");
+  hetcclStream_t s = NULL;
+  void *host = NULL, *dev = NULL, *ev = NULL;
+  int ready = ops->set_device(1) == hetcclSuccess && ops->stream_create(1, &s) == hetcclSuccess &&
+              ops->event_create(1, &ev) == hetcclSuccess && ops->host_alloc(1, 64, &host, &dev) == hetcclSuccess;
+  check(ready, "device 1: stream, event, mapped host memory");
+  if (!ready) return;
+  volatile uint32_t *flag = host;
+  *flag = 5;
+  check(ops->stream_wait_value32(s, dev, 0xfffffff0u, HETCCL_WAIT_GEQ) == hetcclSuccess &&
+            ops->event_record(ev, s) == hetcclSuccess && ops->stream_synchronize(s) == hetcclSuccess,
+        "a GEQ wait for 0xfffffff0 passes at 5 (wrap-around)");
+  check(ops->stream_wait_value32(s, dev, 6, HETCCL_WAIT_GEQ) == hetcclSuccess &&
+            ops->stream_write_value32(s, (char *)dev + 4, 1) == hetcclSuccess &&
+            ops->event_record(ev, s) == hetcclSuccess,
+        "a GEQ wait for 6, then a write, queued");
+  usleep(20000);
+  check(ops->event_query(ev) == hetcclInProgress && flag[1] != 1, "the wait for 6 holds the stream at 5");
+  *flag = 6;
+  check(ops->stream_synchronize(s) == hetcclSuccess && ops->event_query(ev) == hetcclSuccess && flag[1] == 1,
+        "at 6 the wait passes and the write lands");
+  check(ops->host_free(host) == hetcclSuccess && ops->event_destroy(ev) == hetcclSuccess &&
+            ops->stream_destroy(s) == hetcclSuccess,
+        "teardown");
 }
 
 /* ---- the host kind leaves the asynchronous ops empty ---- */
@@ -233,6 +286,14 @@ int main(void) {
   kernels_blob();
   in_child_env("HETCCL_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", NULL, NULL, cuda_unreachable, "cuda: driver library missing");
   in_child_env("HETCCL_CUDA_LIBRARY", "libm.so.6", NULL, NULL, cuda_wrong_library, "cuda: library is not the driver");
+  if (HETCCL_TEST_STAND_IN_CUDA[0]) {
+    in_child_env("HETCCL_CUDA_LIBRARY", HETCCL_TEST_STAND_IN_CUDA, "STAND_IN_CUDA_DEVICES", "0", stand_in_no_device,
+                 "cuda: stand-in driver without a device");
+    in_child_env("HETCCL_CUDA_LIBRARY", HETCCL_TEST_STAND_IN_CUDA, NULL, NULL, stand_in_driver,
+                 "cuda: stand-in driver, cuGetProcAddress_v2");
+    in_child_env("HETCCL_CUDA_LIBRARY", HETCCL_TEST_STAND_IN_CUDA, "STAND_IN_CUDA_NO_GET_PROC", "1", stand_in_driver,
+                 "cuda: stand-in driver, dlsym");
+  }
   in_child_env("HETCCL_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", NULL, NULL, nccl_missing, "nccl: library missing");
   in_child_env("HETCCL_NCCL_LIBRARY", "libm.so.6", NULL, NULL, nccl_not_nccl, "nccl: library is not NCCL");
   char self[1100];

@@ -50,6 +50,10 @@ hetcclResult_t hetccl_cuda_dmabuf_export(void *ptr, size_t bytes, int *fd, size_
 
 /* cuda_kernels.c. The embedded fatbin (for tests and tools); NULL, 0 when not built. */
 const unsigned char *hetccl_cuda_kernels_image(size_t *bytes);
+/* TEST HOOK, for stand-in drivers (tests/abi/stand_in_cuda.c) in builds
+ * without nvcc: the image cuModuleLoadData gets instead of the embedded
+ * fatbin (NULL: the fatbin again). Set before the first kernel load. */
+void hetccl_cuda_set_test_image(const void *image);
 hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                                   const hetccl_redop *op, unsigned flags, hetcclStream_t stream);
 

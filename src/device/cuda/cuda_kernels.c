@@ -2,7 +2,9 @@
  * The CUDA kernels (src/device/kernels/reduce.cu) as the library carries
  * them: a fatbin embedded at build time (cmake/kernels.cmake), loaded with
  * cuModuleLoadData once per context at first use, and launched for reduce().
- * A build without nvcc has no fatbin; reduce() then says so.
+ * A build without nvcc has no fatbin; reduce() then says so, unless a test
+ * handed the kind an image of its own (hetccl_cuda_set_test_image: a stand-in
+ * driver's marker, tests only).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +26,6 @@ extern const char hetccl_kernels_cuda_arch_list[] __attribute__((visibility("hid
 #define KERNEL_BLOCKS_PER_SM 4
 #define MAX_CONTEXTS 64
 
-#ifdef HETCCL_HAVE_CUDA_KERNELS
 /* Kernel name suffixes, indexed by hetcclDataType_t. */
 static const char *const g_type_names[hetcclNumTypes] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
@@ -43,7 +44,25 @@ struct kernel_module {
 static struct kernel_module g_modules[MAX_CONTEXTS];
 static int g_nmodules;
 static pthread_mutex_t g_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+static const void *g_test_image; /* TEST HOOK: hetccl_cuda_set_test_image */
+
+void hetccl_cuda_set_test_image(const void *image) { __atomic_store_n(&g_test_image, image, __ATOMIC_RELEASE); }
+
+/* The image to load: a test's, else the embedded fatbin, else NULL. */
+static const void *kernels_image(void) {
+  const void *test = __atomic_load_n(&g_test_image, __ATOMIC_ACQUIRE);
+  if (test) return test;
+#ifdef HETCCL_HAVE_CUDA_KERNELS
+  return hetccl_kernels_cuda_fatbin;
+#else
+  return NULL;
 #endif
+}
+
+static hetcclResult_t no_kernels(void) {
+  return hetccl_error(hetcclInvalidUsage,
+                      "this HetCCL was built without CUDA kernels (no nvcc at build time): cannot reduce on a CUDA device");
+}
 
 const char *hetccl_kernels_cuda_archs(void) {
 #ifdef HETCCL_HAVE_CUDA_KERNELS
@@ -63,21 +82,21 @@ const unsigned char *hetccl_cuda_kernels_image(size_t *bytes) {
 #endif
 }
 
-#ifdef HETCCL_HAVE_CUDA_KERNELS
 /* Loads the module into the current context `ctx`; called with the lock held. */
 static hetcclResult_t load_module(const struct hetccl_cu *cu, CUcontext ctx, struct kernel_module *m) {
   CUdevice dev;
   int sms = 0;
   memset(m, 0, sizeof *m);
-  CUresult r = cu->ModuleLoadData(&m->module, hetccl_kernels_cuda_fatbin);
+  CUresult r = cu->ModuleLoadData(&m->module, kernels_image());
   if (r != CUDA_SUCCESS) {
     int major = 0, minor = 0;
     if (cu->CtxGetDevice(&dev) == CUDA_SUCCESS) {
       (void)cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
       (void)cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     }
+    const char *archs = hetccl_kernels_cuda_archs();
     HETCCL_WARN("loading the CUDA kernels (built for %s) on a device of compute capability %d.%d failed",
-                hetccl_kernels_cuda_arch_list, major, minor);
+                archs ? archs : "a test image", major, minor);
     return hetccl_cu_error(r, "cuModuleLoadData");
   }
   for (int t = 0; t < hetcclNumTypes; t++) {
@@ -130,24 +149,18 @@ static hetcclResult_t launch(const struct hetccl_cu *cu, CUfunction fn, unsigned
   CUresult r = cu->LaunchKernel(fn, blocks, 1, 1, KERNEL_THREADS, 1, 1, 0, stream, args, NULL);
   return r == CUDA_SUCCESS ? hetcclSuccess : hetccl_cu_error(r, what);
 }
-#endif
 
 hetcclResult_t hetccl_cuda_load_kernels(int device) {
-#ifdef HETCCL_HAVE_CUDA_KERNELS
   const struct hetccl_cu *cu;
   const struct kernel_module *m = NULL;
   CUcontext ctx, popped;
+  if (!kernels_image()) return no_kernels();
   HETCCL_TRY(hetccl_cu_get(&cu));
   HETCCL_TRY(hetccl_cu_primary_ctx(device, &ctx));
   HETCCL_CU_TRY(cu, CtxPushCurrent(ctx));
   hetcclResult_t rc = module_for_current(cu, &m);
   (void)cu->CtxPopCurrent(&popped);
   return rc;
-#else
-  (void)device;
-  return hetccl_error(hetcclInvalidUsage,
-                      "this HetCCL was built without CUDA kernels (no nvcc at build time): cannot reduce on a CUDA device");
-#endif
 }
 
 hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
@@ -159,8 +172,8 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
   int finish = (flags & HETCCL_REDUCE_FINISH) && op->postdiv && op->divisor != 1;
   if (finish && op->divisor < 1) return hetccl_error(hetcclInternalError, "cuda reduce: divisor %d", op->divisor);
   if (!b && !premul && !finish) return dst == a ? hetcclSuccess : hetccl_cuda_copy_async(dst, a, count * hetccl_type_size(dt), stream);
-#ifdef HETCCL_HAVE_CUDA_KERNELS
   const struct hetccl_cu *cu;
+  if (!kernels_image()) return no_kernels();
   const struct kernel_module *m = NULL;
   HETCCL_TRY(hetccl_cu_get(&cu));
   HETCCL_TRY(module_for_current(cu, &m));
@@ -182,11 +195,6 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
     HETCCL_TRY(launch(cu, m->finish[dt], blocks, (CUstream)stream, args, "cuLaunchKernel(hetccl_finish)"));
   }
   return hetcclSuccess;
-#else
-  (void)stream;
-  return hetccl_error(hetcclInvalidUsage,
-                      "this HetCCL was built without CUDA kernels (no nvcc at build time): cannot reduce on a CUDA device");
-#endif
 }
 
 /* One launch of the window kernel (device.h): the descriptor goes by value
@@ -194,16 +202,13 @@ hetcclResult_t hetccl_cuda_reduce(void *dst, const void *a, const void *b, size_
 hetcclResult_t hetccl_cuda_window_xfer(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream) {
   if ((unsigned)dt >= (unsigned)hetcclNumTypes || desc->nblocks == 0 || desc->nblocks > HETCCL_WX_BLOCKS)
     return hetccl_error(hetcclInternalError, "cuda window kernel: type %d, %u blocks", (int)dt, desc->nblocks);
-#ifdef HETCCL_HAVE_CUDA_KERNELS
+  if (!kernels_image())
+    return hetccl_error(hetcclInvalidUsage,
+                        "this HetCCL was built without CUDA kernels (no nvcc at build time): no window kernel");
   const struct hetccl_cu *cu;
   const struct kernel_module *m = NULL;
   HETCCL_TRY(hetccl_cu_get(&cu));
   HETCCL_TRY(module_for_current(cu, &m));
   void *args[] = {(void *)desc};
   return launch(cu, m->window[dt], desc->nblocks, (CUstream)stream, args, "cuLaunchKernel(hetccl_window)");
-#else
-  (void)stream;
-  return hetccl_error(hetcclInvalidUsage,
-                      "this HetCCL was built without CUDA kernels (no nvcc at build time): no window kernel");
-#endif
 }
