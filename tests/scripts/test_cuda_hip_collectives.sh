@@ -30,10 +30,10 @@
 #                            the restart handshakes make the cuda side batch
 #                            its waits and writes, through
 #                            cuStreamBatchMemOp, over a thousand times)
-# Device windows are moved by the window kernel (HETCCL_WINDOW_KERNEL auto:
-# on for cuda and hip; the stand-ins run its host build, a thread per block)
-# except where a run says HETCCL_WINDOW_KERNEL=0 (stream waits, writes and
-# copies per chunk): cuda:d0,hip:d1 runs both ways.
+# Device windows: HETCCL_WINDOW_KERNEL auto takes the window kernel only
+# for phases to host ranks of at most 64 KiB per transfer (the stand-ins
+# run its host build, a thread per block), stream waits, writes and copies
+# per chunk otherwise; cuda:d0,hip:d1 runs both ways, named (=1, =0).
 #   cuda,host once more with the driver's cuGetProcAddress_v2 refusing, so
 #                            the kind resolves every entry point with dlsym
 # Usage: test_cuda_hip_collectives.sh <build-dir>. Exit status 1 on any failure.
@@ -68,7 +68,7 @@ run() { # WINDOW_BYTES COUNTS COLLS LAYOUT [VAR=VALUE...]
   fi
 }
 run "" 0,1,7,1023 "" cuda,host
-run "" 0,1,7,1023 "" cuda:d0,hip:d1
+run "" 0,1,7,1023 "" cuda:d0,hip:d1 HETCCL_WINDOW_KERNEL=1
 run "" 0,1,7,1023 "" cuda:d0,hip:d1 HETCCL_WINDOW_KERNEL=0
 run "" 1,1023,65539 "" cuda:d0,hip:d1,host
 run 0 1,1023 "" cuda:d0,hip:d1,host
