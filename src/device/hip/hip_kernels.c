@@ -98,6 +98,15 @@ static hetcclResult_t launch(const struct hetccl_hip *hip, hipFunction_t fn, uns
   return r == hipSuccess ? hetcclSuccess : hetccl_hip_error(r, what);
 }
 
+/* The runtime and the current device's module: the context rule says the
+ * stream's device is current when an operation is enqueued. */
+static hetcclResult_t current_module(const struct hetccl_hip **hip, const struct kernel_module **m) {
+  int device = 0;
+  HETCCL_TRY(hetccl_hip_get(hip));
+  HETCCL_HIP_TRY(*hip, GetDevice(&device));
+  return module_for(*hip, device, m);
+}
+
 hetcclResult_t hetccl_hip_reduce(void *dst, const void *a, const void *b, size_t count, hetcclDataType_t dt,
                                  const hetccl_redop *op, unsigned flags, hetcclStream_t stream) {
   if (count == 0) return hetcclSuccess;
@@ -110,10 +119,7 @@ hetcclResult_t hetccl_hip_reduce(void *dst, const void *a, const void *b, size_t
     return dst == a ? hetcclSuccess : hetccl_hip_copy_async(dst, a, count * hetccl_type_size(dt), stream);
   const struct hetccl_hip *hip;
   const struct kernel_module *m = NULL;
-  int device = 0;
-  HETCCL_TRY(hetccl_hip_get(&hip));
-  HETCCL_HIP_TRY(hip, GetDevice(&device)); /* the context rule: the stream's device is current */
-  HETCCL_TRY(module_for(hip, device, &m));
+  HETCCL_TRY(current_module(&hip, &m));
   unsigned blocks = grid_for(count, hetccl_type_size(dt));
   unsigned long long n = count, scalar = op->scalar;
   if (premul && op->scalar_at) { /* device residence: the kernel reads it in stream order */
@@ -141,10 +147,7 @@ hetcclResult_t hetccl_hip_window_xfer(const struct hetccl_wx_desc *desc, hetcclD
     return hetccl_error(hetcclInternalError, "hip window kernel: type %d, %u blocks", (int)dt, desc->nblocks);
   const struct hetccl_hip *hip;
   const struct kernel_module *m = NULL;
-  int device = 0;
-  HETCCL_TRY(hetccl_hip_get(&hip));
-  HETCCL_HIP_TRY(hip, GetDevice(&device)); /* the context rule: the stream's device is current */
-  HETCCL_TRY(module_for(hip, device, &m));
+  HETCCL_TRY(current_module(&hip, &m));
   void *args[] = {(void *)desc};
   return launch(hip, m->window[dt], desc->nblocks, (hipStream_t)stream, args, "hipModuleLaunchKernel(hetccl_window)");
 }
