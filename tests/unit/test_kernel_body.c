@@ -45,6 +45,20 @@ static unsigned g_block;
 #define UNIT_COUNT_SHOW 30
 #include "unit_count.h"
 
+/* The window kernel's descriptor is written twice (the kernel source is
+ * header-free): the host's (device/device.h) must lay out as the kernel's. */
+#include <stddef.h>
+#include "device/device.h"
+_Static_assert(sizeof(struct hetccl_wx_desc) == sizeof(struct hk_wx_desc), "window descriptor sizes differ");
+_Static_assert(sizeof(struct hetccl_wx_track) == sizeof(struct hk_wx_track), "window track sizes differ");
+_Static_assert(sizeof(struct hetccl_wx_step) == sizeof(struct hk_wx_step), "window step sizes differ");
+_Static_assert(offsetof(struct hetccl_wx_desc, s) == offsetof(struct hk_wx_desc, s), "window steps lie elsewhere");
+_Static_assert(offsetof(struct hetccl_wx_step, flags) == offsetof(struct hk_wx_step, flags), "step flags lie elsewhere");
+_Static_assert(offsetof(struct hetccl_wx_track, send) == offsetof(struct hk_wx_track, send), "track fields lie elsewhere");
+_Static_assert(HETCCL_WX_WAIT_GEQ == HK_WX_WAIT_GEQ && HETCCL_WX_WAIT_RST == HK_WX_WAIT_RST &&
+                   HETCCL_WX_MOVE == HK_WX_MOVE && HETCCL_WX_WRITE == HK_WX_WRITE && HETCCL_WX_WRITE_RST == HK_WX_WRITE_RST,
+               "window step flags differ");
+
 typedef void (*reduce_fn)(void *, const void *, const void *, hk_u64, hk_u64, int, int);
 typedef void (*finish_fn)(void *, const void *, hk_u64, int);
 
