@@ -121,6 +121,37 @@ for args in "nosuchcoll" "allreduce -N 3 --domains 1,1" "allreduce -d nosuchtype
   if [ $rc -eq 2 ]; then ok; else bad "'$args': status $rc, expected 2"; fi
 done
 
+# --host-time adds two columns (host ranks: the whole call, so above 0);
+# --host-ref two more, whose values are N/A without GPU ranks.
+host_cols() { # columns, whether the enq columns hold numbers
+  awk -v cols="$1" -v enq="$2" '
+    /^#/ { next } NF == 0 { next }
+    { n++
+      if (NF != cols) { print "row with " NF " columns: " $0; bad = 1; next }
+      if (!($14 > 0 && $15 > 0)) { print "host time not above 0: " $0; bad = 1 }
+      if (cols == 17 && enq && !($16 > 0 && $17 > 0)) { print "enq not above 0: " $0; bad = 1 }
+      if (cols == 17 && !enq && !($16 == "N/A" && $17 == "N/A")) { print "enq without GPU ranks: " $0; bad = 1 } }
+    END { if (n != 3) { print "rows: " n; bad = 1 } exit bad }' "$tmp/out"
+}
+run_perf allreduce -N 2 --domains 1,1 -b 8 -e 8K -f 32 -n 2 -w 1 --host-time
+if [ $rc -eq 0 ] && host_cols 15 0 >"$tmp/why"; then ok; else bad "--host-time: status $rc"; cat "$tmp/why"; fi
+run_perf allreduce -N 2 --domains 1,1 -b 8 -e 8K -f 32 -n 2 -w 1 --host-ref
+if [ $rc -eq 0 ] && host_cols 17 0 >"$tmp/why"; then ok; else bad "--host-ref, host ranks: status $rc"; cat "$tmp/why"; fi
+# A hip rank over the stand-in HIP runtime (a test tool, as in
+# test_hip_collectives.sh): the enq columns hold the memset's time.
+sperf=$build/test-tools/perf_stand_in_hip
+shipr=$build/test-tools/stand-in-hip-rocm6/libamdhip64.so
+srccl=$build/test-tools/stand-in-rccl/librccl.so.1
+if [ -x "$sperf" ] && [ -e "$shipr" ] && [ -e "$srccl" ]; then
+  HETCCL_HIP_LIBRARY=$shipr HETCCL_RCCL_LIBRARY=$srccl timeout -k 5 180 "$sperf" allreduce -N 2 --domains 1,1 \
+    -G hip,host -b 8 -e 8K -f 32 -n 2 -w 1 --host-ref -T 150 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 0 ] && host_cols 17 1 >"$tmp/why" && grep -q '^#  enq: ' "$tmp/out"; then ok
+  else bad "--host-ref, hip rank: status $rc"; cat "$tmp/why" "$tmp/err"; fi
+else
+  bad "perf_stand_in_hip or the stand-ins not built"
+fi
+
 # hetccl-info: runs, and prints each section with the host kind available.
 timeout -k 5 60 "$info" >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -134,23 +134,38 @@ static int measure(struct bench *b, struct perf_row *row, struct perf_call *c, c
   res->busbw = res->algbw * o->coll->bus_factor(b->w->nranks);
   res->wrong = -1;
   res->host_us = -1;
+  res->ref_us = -1;
   if (o->host_time) {
     /* Each call alone on an idle stream, so a full launch queue never
      * blocks it: what is timed is only what the call does before it
-     * returns (on host ranks, the whole operation). */
+     * returns (on host ranks, the whole operation). With --host-ref, one
+     * bare enqueue follows each call's drain, so it meets what the next
+     * call meets (a CPU woken from the wait, peers still finishing their
+     * part): the same-run reference for the call's host time. */
     if ((st = perf_world_barrier(b->w))) return st;
-    double sum = 0;
+    double sum = 0, ref = 0;
     for (int i = 0; i < o->iters; i++) {
       double h0 = now_us();
       if ((rc = run_call(b, c)) != hetcclSuccess) return call_failed(b, row, inplace, rc);
       sum += now_us() - h0;
       if ((st = drain(b))) return st;
+      if (o->host_ref && b->gpu) {
+        h0 = now_us();
+        if ((st = perf_gpu_enqueue_ref(b->w, c->recv))) return st;
+        ref += now_us() - h0;
+        if ((st = drain(b))) return st;
+      }
     }
     /* A host rank's call is its whole operation; with GPU ranks in the job,
      * what is asked is how long theirs block, so only they count. */
     double host_us = b->gpu || !b->any_gpu ? sum / o->iters : 0.0;
     if ((st = perf_world_max(b->w, &host_us))) return st;
     res->host_us = host_us;
+    if (o->host_ref && b->any_gpu) {
+      double ref_us = b->gpu ? ref / o->iters : 0.0;
+      if ((st = perf_world_max(b->w, &ref_us))) return st;
+      res->ref_us = ref_us;
+    }
   }
   if (o->check && row->bytes <= o->check_max) {
     /* A different seed: results left over from the timed calls must not pass. */
@@ -190,6 +205,7 @@ static int run_row(struct bench *b, size_t bytes, const struct perf_dtype *t, in
       .op = perf_op_name(op),
       .root = coll->rooted ? b->o->root : -1,
       .host_time = b->o->host_time,
+      .host_ref = b->o->host_ref,
   };
   struct perf_call c = {
       .shape = &shape,

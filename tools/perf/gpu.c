@@ -82,6 +82,11 @@ int perf_gpu_copy(struct perf_world *w, void *dst, const void *src, size_t bytes
   return rc == hetcclSuccess ? 0 : device_failed(w, what, rc);
 }
 
+int perf_gpu_enqueue_ref(struct perf_world *w, void *ptr) {
+  hetcclResult_t rc = w->dev->zero_async(ptr, 1, w->stream);
+  return rc == hetcclSuccess ? 0 : device_failed(w, "a 1-byte memset", rc);
+}
+
 int perf_gpu_sync(struct perf_world *w) {
   hetcclResult_t rc = w->dev->stream_synchronize(w->stream);
   return rc == hetcclSuccess ? 0 : device_failed(w, "stream synchronize", rc);

@@ -33,5 +33,8 @@ int perf_gpu_copy(struct perf_world *w, void *dst, const void *src, size_t bytes
 /* Every byte of [ptr, ptr+bytes) of device memory set to `value`. */
 int perf_gpu_fill(struct perf_world *w, void *ptr, size_t bytes, unsigned char value);
 int perf_gpu_sync(struct perf_world *w);
+/* One 1-byte memset of `ptr` enqueued on the rank's stream (--host-ref: the
+ * bare cost of one device enqueue); returns an exit status. */
+int perf_gpu_enqueue_ref(struct perf_world *w, void *ptr);
 
 #endif

@@ -39,6 +39,9 @@ void perf_usage(FILE *out) {
           "                          NCCL directly (implies -G cuda); also --reference nccl\n"
           "      --host-time         also measure how long one call takes to return\n"
           "                          (extra columns: host time per call, us)\n"
+          "      --host-ref          with --host-time: also time one enqueue of a 1-byte\n"
+          "                          device memset, right after the same drain as the call\n"
+          "                          (extra columns: what the driver alone costs then, us)\n"
           "      --check-max <size>  with -c 1: check only sizes up to this (default: all)\n"
           "  -h, --help\n",
           perf_coll_names());
@@ -137,11 +140,11 @@ static const struct {
     {"minbytes", 'b'}, {"maxbytes", 'e'}, {"stepfactor", 'f'}, {"stepbytes", 'i'}, {"op", 'o'},
     {"datatype", 'd'}, {"root", 'r'}, {"iters", 'n'}, {"warmup_iters", 'w'}, {"check", 'c'},
     {"nranks", 'N'}, {"domains", 'D'}, {"timeout", 'T'}, {"help", 'h'}, {"device", 'G'}, {"lib", 'L'},
-    {"reference", 'L'}, {"host-time", 'H'}, {"check-max", 'C'},
+    {"reference", 'L'}, {"host-time", 'H'}, {"host-ref", 'R'}, {"check-max", 'C'},
 };
 
 /* Flags that take no value (a value after '=' is still accepted: --host-time=0). */
-static int takes_no_value(char letter) { return letter == 'H'; }
+static int takes_no_value(char letter) { return letter == 'H' || letter == 'R'; }
 
 static int set_flag(struct perf_options *o, char letter, const char *val) {
   switch (letter) {
@@ -158,6 +161,7 @@ static int set_flag(struct perf_options *o, char letter, const char *val) {
     case 'D': return parse_domains(val, o);
     case 'C': return tool_parse_size(val, &o->check_max);
     case 'H': return parse_int(val, 0, &o->host_time) || o->host_time > 1 ? -1 : 0;
+    case 'R': return parse_int(val, 0, &o->host_ref) || o->host_ref > 1 ? -1 : 0;
     case 'G': return parse_devices(val, o);
     case 'L':
       if (!strcmp(val, "hetccl")) o->lib = PERF_LIB_HETCCL;
@@ -223,7 +227,7 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
       letter = arg[1];
     }
     if (letter == 'h') return PERF_PARSE_HELP;
-    if (!letter || !strchr("befiordnwcNDTGLHC", letter)) {
+    if (!letter || !strchr("befiordnwcNDTGLHRC", letter)) {
       fprintf(stderr, "hetccl-perf: unknown flag '%s'\n", arg);
       return PERF_PARSE_ERROR;
     }
@@ -240,6 +244,7 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
       return PERF_PARSE_ERROR;
     }
   }
+  if (o->host_ref) o->host_time = 1;
   if (!o->coll) {
     fprintf(stderr, "hetccl-perf: name a collective (one of: %s)\n", perf_coll_names());
     return PERF_PARSE_ERROR;

@@ -36,6 +36,7 @@ struct perf_options {
   int device_given;     /* -G was on the command line */
   int lib;              /* --lib: PERF_LIB_* */
   int host_time;        /* --host-time: also measure how long one call takes to return */
+  int host_ref;         /* --host-ref (implies --host-time): also one bare device enqueue's time */
   size_t check_max;     /* --check-max: check sizes up to this only (SIZE_MAX: all) */
 };
 

@@ -29,13 +29,19 @@ void perf_report_header(const struct perf_options *o, int nranks, const struct p
            ranks[r].host, ranks[r].device, ranks[r].device < 0 ? "host" : "gpu",
            ranks[r].domain[0] ? ranks[r].domain : "(default)");
   printf("#\n");
-  printf("# %50s  %-31s  %-31s%s\n", "", "out-of-place", "in-place", o->host_time ? "  host time per call" : "");
+  if (o->host_ref)
+    printf("#  enq: one 1-byte device memset enqueued right after the same stream drain as the call (the "
+           "driver's own cost then)\n");
+  printf("# %50s  %-31s  %-31s%s%s\n", "", "out-of-place", "in-place", o->host_time ? "  host time per call" : "",
+         o->host_ref ? "  enq" : "");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "size", "count", "type", "redop",
          "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
   if (o->host_time) printf("  %7s  %7s", "oop", "ip");
+  if (o->host_ref) printf("  %7s  %7s", "oop", "ip");
   printf("\n# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s", "(B)", "(elements)", "", "", "",
          "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   if (o->host_time) printf("  %7s  %7s", "(us)", "(us)");
+  if (o->host_ref) printf("  %7s  %7s", "(us)", "(us)");
   printf("\n");
   fflush(stdout);
 }
@@ -65,6 +71,13 @@ void perf_report_row(const struct perf_row *row) {
     const struct perf_result *r = &row->res[m];
     char t[32];
     if (r->valid && r->host_us >= 0) format_time(t, sizeof(t), r->host_us);
+    else snprintf(t, sizeof(t), "%7s", "N/A");
+    printf("  %7s", t);
+  }
+  for (int m = 0; row->host_ref && m < 2; m++) {
+    const struct perf_result *r = &row->res[m];
+    char t[32];
+    if (r->valid && r->ref_us >= 0) format_time(t, sizeof(t), r->ref_us);
     else snprintf(t, sizeof(t), "%7s", "N/A");
     printf("  %7s", t);
   }

@@ -14,6 +14,7 @@ struct perf_result {
   double algbw, busbw;
   int64_t wrong;   /* -1: not checked */
   double host_us;  /* --host-time: average time for one call to return, slowest rank; < 0: not measured */
+  double ref_us;   /* --host-ref: average time of one bare device enqueue after the same drain; < 0: not measured */
 };
 
 struct perf_row {
@@ -22,6 +23,7 @@ struct perf_row {
   int root;
   struct perf_result res[2]; /* out-of-place, in-place */
   int host_time;              /* print the host-time columns */
+  int host_ref;               /* print the bare-enqueue columns */
 };
 
 /* `library`: what the measured calls went to, for the header (e.g. "HetCCL
