@@ -15,6 +15,10 @@
 #      after the same drain) on every layout, and NCCL alone on one rank
 #   7. the memop path with 4 chunks (a 256 MiB window, lanes off) against
 #      lanes of 8 chunks: host time and bandwidth
+#   8. (AB=1) the kernel against stream waits from 16 MiB, cuda rank + host
+#      rank, three times in turn, beside host + host: the bandwidth that
+#      HETCCL_WINDOW_KERNEL=auto's choice for large transfers rests on
+#   9. (TESTS=1) test_gpu_collectives on cuda,host and cuda:d0,cuda:d1,host
 # SKIP_TRACE=1 SKIP_THRESHOLD=1 SKIP_BLOCKS=1 SKIP_REFS=1 SKIP_HOSTREF=1
 # SKIP_CHUNKS=1 leave sections out.
 # Every hetccl-perf run names HETCCL_WINDOW_KERNEL. Output: $OUT (or
@@ -31,8 +35,10 @@ torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl
 [ -z "${HETCCL_NCCL_LIBRARY:-}" ] && [ -f "$torch_nccl" ] && export HETCCL_NCCL_LIBRARY=$torch_nccl
 t0=$(date +%s)
 el() { echo "$(($(date +%s) - t0)) s"; }
-if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_CUDA_ARCHS=90 &&
-  cmake --build "$BUILD" -j16 --target hetccl hetccl-perf hetccl-pciebench; } >"$LOGS/build.txt" 2>&1; then
+targets=(hetccl hetccl-perf hetccl-pciebench)
+[ -n "${TESTS:-}" ] && targets+=(test_gpu_collectives)
+if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS=90 &&
+  cmake --build "$BUILD" -j16 --target "${targets[@]}"; } >"$LOGS/build.txt" 2>&1; then
   tail -n 30 "$LOGS/build.txt"
   exit 1
 fi
@@ -111,6 +117,28 @@ done
 echo "### hetccl-pciebench -b 256M -e 256M -n 10" >>"$LOGS/perf.txt"
 timeout 60 "$bin/hetccl-pciebench" -b 256M -e 256M -n 10 >>"$LOGS/perf.txt" 2>&1
 echo "chunks: done ($(el))"
+fi
+# 8. the kernel against stream waits, large transfers to a host rank, in turn
+if [ -n "${AB:-}" ]; then
+for rep in 1 2 3; do
+  for k in 1 0; do
+    perf ab-ch-ar-$rep HETCCL_WINDOW_KERNEL=$k -- allreduce -N 2 --domains 1,1 -G cuda,host -b 16M -e 256M -f 4 -n 10 -w 3
+    perf ab-ch-sr-$rep HETCCL_WINDOW_KERNEL=$k -- sendrecv -N 2 --domains 1,1 -G cuda,host -b 16M -e 256M -f 4 -n 10 -w 3
+  done
+  perf ab-hh-ar-$rep HETCCL_WINDOW_KERNEL=0 -- allreduce -N 2 --domains 1,1 -b 16M -e 256M -f 4 -n 10 -w 3
+  perf ab-hh-sr-$rep HETCCL_WINDOW_KERNEL=0 -- sendrecv -N 2 --domains 1,1 -b 16M -e 256M -f 4 -n 10 -w 3
+done
+echo "ab: done ($(el))"
+fi
+# 9. correctness
+if [ -n "${TESTS:-}" ]; then
+for layout in cuda,host cuda:d0,cuda:d1,host; do
+  out=$(timeout -k 5 150 "$bin/test_gpu_collectives" --layout "$layout" --counts 0,1,7,1023,65539,1048579 2>&1)
+  rc=$?
+  echo "$out" >>"$LOGS/tests.txt"
+  echo "test_gpu_collectives --layout $layout: $(grep -E '^[0-9]+ passed' <<<"$out" | tail -n 1) (exit $rc, $(el))"
+  [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -m 5 FAIL <<<"$out" | cut -c1-240; }
+done
 fi
 echo "perf: done ($(el)); rows: name env size count type redop root time algbw busbw #wrong ... host_us"
 cat "$LOGS/rows.txt"

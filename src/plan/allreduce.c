@@ -96,6 +96,15 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   const char *partial = NULL;
   if (nd == 1 && !vendor_op.premul && even && op->sendbuff != op->recvbuff) partial = op->sendbuff;
   struct hetccl_op v = *op;
+  if (!partial && nd == 1 && !vendor_op.premul && even) {
+    /* In place, the exchange would overwrite what it still sends: the
+     * input goes aside by one copy of the executor's (one driver call on a
+     * GPU rank; the vendor's one-rank reduce-scatter makes several). */
+    char *shard;
+    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, n * esz, (void **)&shard));
+    HETCCL_TRY(hetccl_exec_copy(&st->ex, shard, op->sendbuff, n * esz));
+    partial = shard;
+  }
   if (!partial) {
     char *shard;
     HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, s * esz, (void **)&shard));
