@@ -85,15 +85,16 @@ void hetccl_dexec_host_peers(struct hetccl_dexec *d, const unsigned char *host_r
 }
 
 /* HETCCL_WINDOW_KERNEL=auto takes the kernel for a phase whose window
- * transfers all go to host ranks (their CPU drives the other end) and are
- * at most this size. Measured on an H200 (BENCHMARKS.md, "window kernel"):
- * cuda + host rank AllReduce at 8 B 9.3 us against 12.9 us with stream
- * waits, but at 256 KiB 59 against 48 us and at 8 MiB 20 % less bandwidth
- * (the kernel's copies run on the GPU's cores, the memop path's on copy
- * engines); between two GPU processes sharing one GPU a spinning kernel
- * holds it for whole time slices (8 B: 2.3 ms against 0.2 ms). GPU peers on
- * GPUs of their own were not measured, so they keep stream waits. */
-#define WINDOW_KERNEL_AUTO_MAX ((size_t)64 << 10)
+ * transfers all go to host ranks (their CPU drives the other end), at any
+ * size. Measured on an H200 (BENCHMARKS.md, "Where a GPU rank's host time
+ * goes"): cuda + host rank AllReduce at 8 B 9.6 us against 14.9 us with
+ * stream waits; from 16 MiB to 256 MiB, three runs of each in turn, the
+ * same busbw (AllReduce within 2 %, Send/Recv 8-13 % more: the host rank's
+ * CPU is the bound either way) for a half to a quarter of the host time,
+ * since stream waits cost the calling thread driver calls per chunk.
+ * Between two GPU processes sharing one GPU a spinning kernel holds it for
+ * whole time slices (8 B: 2.3 ms against 0.2 ms), and GPU peers on GPUs of
+ * their own were not measured, so phases with GPU peers keep stream waits. */
 
 static void dbuf_free(struct hetccl_dexec *d, struct dbuf *b) {
   /* Links forget device staging before it is freed (link_devmem.h). */
@@ -376,7 +377,7 @@ static hetcclResult_t window_kernel_fits(struct hetccl_dexec *d, const struct he
     struct hetccl_dlane *l, *o;
     HETCCL_TRY(lane_of(d, x, &l));
     if (!l) continue;
-    if (automatic && (x->bytes > WINDOW_KERNEL_AUTO_MAX || !d->host_peer || !d->host_peer[x->link->peer]))
+    if (automatic && (!d->host_peer || !d->host_peer[x->link->peer]))
       return hetcclSuccess;
     int k, shared = 0;
     HETCCL_TRY(hetccl_dwin_kernel_steps(window_of(d, x->link), x->send, x->bytes, &k));

@@ -58,7 +58,8 @@ static const struct hetccl_setting g_items[] = {
      * end of a window may use either. */
     {.name = "HETCCL_WINDOW_KERNEL", .kind = HETCCL_SETTING_CHOICE, .dflt = "auto", .choices = g_window_kernel,
      AT(window_kernel), .help = "GPU ranks' device-window transfers: 1 one kernel per link phase, 0 stream waits, "
-                                "writes and copies per chunk; auto 1 for phases to host ranks of <= 64 KiB transfers"},
+                                "writes and copies per chunk; auto 1 for phases whose window transfers all go to "
+                                "host ranks"},
     {.name = "HETCCL_WINDOW_KERNEL_BLOCKS", .kind = HETCCL_SETTING_INT, .dflt = "4", .min = 1, .max = 16,
      AT(window_kernel_blocks), .help = "blocks the window kernel gives one transfer, at most"},
     /* 2^31 values: the flag stays at or below 2^31, where unsigned (HIP) and

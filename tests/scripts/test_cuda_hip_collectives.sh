@@ -31,7 +31,7 @@
 #                            its waits and writes, through
 #                            cuStreamBatchMemOp, over a thousand times)
 # Device windows: HETCCL_WINDOW_KERNEL auto takes the window kernel only
-# for phases to host ranks of at most 64 KiB per transfer (the stand-ins
+# for phases whose window transfers all go to host ranks (the stand-ins
 # run its host build, a thread per block), stream waits, writes and copies
 # per chunk otherwise; cuda:d0,hip:d1 runs both ways, named (=1, =0).
 #   cuda,host once more with the driver's cuGetProcAddress_v2 refusing, so

@@ -33,9 +33,9 @@
 #                         flag starts an epoch on its other word at every
 #                         staged phase; exec/progress.h)
 # Device-window transfers take the window kernel (HETCCL_WINDOW_KERNEL;
-# auto: only phases to host ranks of at most 64 KiB per transfer, so the
-# default runs of hip,host use it for counts up to 1023 and stream waits
-# above; the stand-in runs the kernel's host build, a thread per block);
+# auto: only phases whose window transfers all go to host ranks, so the
+# default runs of hip,host use it and those with GPU pairs stream waits;
+# the stand-in runs the kernel's host build, a thread per block);
 # the runs with GPU pairs, the epoch runs and a run with a 1 MiB window
 # (grown lanes, 8 chunks, several blocks per transfer) name it explicitly
 # (HETCCL_WINDOW_KERNEL=1), and the memop path keeps a run of each window
