@@ -19,6 +19,9 @@
 #      rank, three times in turn, beside host + host: the bandwidth that
 #      HETCCL_WINDOW_KERNEL=auto's choice for large transfers rests on
 #   9. (TESTS=1) test_gpu_collectives on cuda,host and cuda:d0,cuda:d1,host
+#  10. (MPS=1) cuda:d0 + cuda:d1 under the CUDA MPS daemon (started here and
+#      stopped after; the two processes' kernels then run at once instead of
+#      time-slicing): the window kernel against stream waits, blocks 4, 8, 16
 # SKIP_TRACE=1 SKIP_THRESHOLD=1 SKIP_BLOCKS=1 SKIP_REFS=1 SKIP_HOSTREF=1
 # SKIP_CHUNKS=1 leave sections out.
 # Every hetccl-perf run names HETCCL_WINDOW_KERNEL. Output: $OUT (or
@@ -98,7 +101,7 @@ fi
 # 6. host time against a bare enqueue after the same drain
 if [ -z "${SKIP_HOSTREF:-}" ]; then
 sizes=(-b 8 -e 256M -f 32)
-for k in 1 0; do
+for k in auto 1 0; do
   perf hostref-ch-ar HETCCL_WINDOW_KERNEL=$k -- allreduce -N 2 --domains 1,1 -G cuda,host "${sizes[@]}" -n 8 -w 2 --host-ref
 done
 perf hostref-ch-sr HETCCL_WINDOW_KERNEL=0 -- sendrecv -N 2 --domains 1,1 -G cuda,host "${sizes[@]}" -n 8 -w 2 --host-ref
@@ -140,8 +143,38 @@ for layout in cuda,host cuda:d0,cuda:d1,host; do
   [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -m 5 FAIL <<<"$out" | cut -c1-240; }
 done
 fi
+# 10. two GPU processes under MPS
+if [ -n "${MPS:-}" ]; then
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/hetccl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/hetccl-mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+if nvidia-cuda-mps-control -d; then
+  sleep 2
+  echo "### MPS on: $(ls "$CUDA_MPS_PIPE_DIRECTORY" | tr '\n' ' ')" >>"$LOGS/perf.txt"
+  for k in 1 0; do
+    perf mps-cc-ar HETCCL_WINDOW_KERNEL=$k -- allreduce -N 2 --domains 1,1 -G cuda -b 8 -e 256M -f 32 -n 10 -w 3 --host-ref
+    perf mps-cc-ar1g HETCCL_WINDOW_KERNEL=$k -- allreduce -N 2 --domains 1,1 -G cuda -b 1G -e 1G -n 5 -w 2 --host-ref
+    perf mps-cc-sr HETCCL_WINDOW_KERNEL=$k -- sendrecv -N 2 --domains 1,1 -G cuda -b 8 -e 256M -f 32 -n 10 -w 3 --host-ref
+  done
+  for b in 8 16; do
+    perf mps-cc-blocks HETCCL_WINDOW_KERNEL=1 HETCCL_WINDOW_KERNEL_BLOCKS=$b -- allreduce -N 2 --domains 1,1 -G cuda \
+      -b 8M -e 256M -f 32 -n 10 -w 3
+  done
+  echo "### hetccl-pciebench -b 256M -e 256M -n 10 (MPS on)" >>"$LOGS/perf.txt"
+  timeout 60 "$bin/hetccl-pciebench" -b 256M -e 256M -n 10 >>"$LOGS/perf.txt" 2>&1
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  cat "$CUDA_MPS_LOG_DIRECTORY"/control.log >>"$LOGS/mps.txt" 2>/dev/null
+else
+  echo "MPS: nvidia-cuda-mps-control -d failed"
+  fails=$((fails + 1))
+fi
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+echo "### hetccl-pciebench -b 256M -e 256M -n 10 (MPS off)" >>"$LOGS/perf.txt"
+timeout 60 "$bin/hetccl-pciebench" -b 256M -e 256M -n 10 >>"$LOGS/perf.txt" 2>&1
+echo "mps: done ($(el))"
+fi
 echo "perf: done ($(el)); rows: name env size count type redop root time algbw busbw #wrong ... host_us"
 cat "$LOGS/rows.txt"
-grep -A3 "pciebench" "$LOGS/perf.txt" | tail -n 3
+grep -A3 "pciebench" "$LOGS/perf.txt" | grep -v '^--'
 echo "$fails failures"
 [ $fails -eq 0 ]

@@ -89,7 +89,7 @@ void hetccl_dexec_host_peers(struct hetccl_dexec *d, const unsigned char *host_r
  * size. Measured on an H200 (BENCHMARKS.md, "Where a GPU rank's host time
  * goes"): cuda + host rank AllReduce at 8 B 9.6 us against 14.9 us with
  * stream waits; from 16 MiB to 256 MiB, three runs of each in turn, the
- * same busbw (AllReduce within 2 %, Send/Recv 8-13 % more: the host rank's
+ * same busbw (AllReduce within 3 %, Send/Recv 7-13 % more: the host rank's
  * CPU is the bound either way) for a half to a quarter of the host time,
  * since stream waits cost the calling thread driver calls per chunk.
  * Between two GPU processes sharing one GPU a spinning kernel holds it for
