@@ -175,6 +175,6 @@ echo "mps: done ($(el))"
 fi
 echo "perf: done ($(el)); rows: name env size count type redop root time algbw busbw #wrong ... host_us"
 cat "$LOGS/rows.txt"
-grep -A3 "pciebench" "$LOGS/perf.txt" | grep -v '^--'
+[ -f "$LOGS/perf.txt" ] && grep -A3 "pciebench" "$LOGS/perf.txt" | grep -v '^--'
 echo "$fails failures"
 [ $fails -eq 0 ]
