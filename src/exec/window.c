@@ -168,13 +168,41 @@ static void *dev_addr(const struct hetccl_dlane *l, const void *host) {
 
 static uint32_t units(uint64_t virt) { return (uint32_t)(virt / WIN_UNIT); }
 
-/* The counter behind `host` has reached `value` already (it only grows
- * within an epoch, so a wait for it would pass): the wait can be left out.
- * Once the lane's counters have restarted, an old value the host reads
- * could pass for a new one: every wait is then enqueued. */
-static int reached(const struct hetccl_dlane *l, _Atomic uint32_t *host, uint32_t value) {
-  if (atomic_load_explicit(&l->restarted, memory_order_relaxed)) return 0;
-  return (int32_t)(atomic_load_explicit(host, memory_order_acquire) - value) >= 0;
+/* The peer's restart word that goes with a counter of the lane: each side
+ * writes its counter and its restart word (produced and produced_resets by
+ * the sender, consumed and consumed_resets by the receiver). */
+static _Atomic uint32_t *resets_of(const struct hetccl_dlane *l, _Atomic uint32_t *counter) {
+  return counter == l->produced ? l->produced_resets : l->consumed_resets;
+}
+
+/* Whether a wait for the peer's `counter` >= value, enqueued in the lane's
+ * epoch k (restarts so far), has passed or would pass now: the peer's
+ * restart word is past k (a side restarts only once every wait of the
+ * epoch before has passed: the sender after the receiver consumed all of
+ * it, the receiver after the sender's restart), or at k with the counter
+ * there. The restart word is read before and after the counter, so a
+ * counter read while the peer restarts is never taken for the epoch's, and
+ * an old epoch's value never passes for a new one. Released words (2^31)
+ * pass everything, as they pass the device's waits. */
+static int passed(const struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t k, uint32_t value) {
+  _Atomic uint32_t *resets = resets_of(l, counter);
+  uint32_t r0 = atomic_load_explicit(resets, memory_order_acquire);
+  uint32_t c = atomic_load_explicit(counter, memory_order_acquire);
+  uint32_t r1 = atomic_load_explicit(resets, memory_order_acquire);
+  if (r1 > k) return 1;
+  return r0 == k && r1 == k && (int32_t)(c - value) >= 0;
+}
+
+/* The counter has reached `value` in the lane's present epoch already (a
+ * wait for it would pass): the wait can be left out. */
+static int reached(const struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value) {
+  return passed(l, counter, l->resets, value);
+}
+
+/* What the watch reads on another thread: the last counter wait enqueued
+ * (its epoch and value) and the last restart word waited for. */
+static void need_counter(struct hetccl_dlane *l, uint32_t k, uint32_t value) {
+  atomic_store_explicit(&l->need, (uint64_t)k << 32 | value, memory_order_release);
 }
 
 /* Each chunk's counter write goes out with the next chunk's wait in one
@@ -185,22 +213,29 @@ static void add_write(const struct hetccl_dlane *l, _Atomic uint32_t *counter, u
   ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, counter), .value = value};
 }
 
-/* A wait for `counter` >= value, unless the host sees it there already;
- * the lane's `need` remembers it for the watch on another thread. */
-static void add_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_memop32 *ops,
-                     int *nops) {
-  if (reached(l, counter, value)) return;
+/* A wait for `counter` >= value in epoch k, unless the host sees it there
+ * already; the lane's `need` remembers it for the watch on another thread. */
+static void add_wait_in(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t k, uint32_t value,
+                        struct hetccl_memop32 *ops, int *nops) {
+  if (passed(l, counter, k, value)) return;
   ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, counter), .value = value, .wait = 1,
                                            .cond = HETCCL_WAIT_GEQ};
-  atomic_store_explicit(&l->need, value, memory_order_release);
+  need_counter(l, k, value);
+}
+
+/* The same in the lane's present epoch. */
+static void add_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_memop32 *ops,
+                     int *nops) {
+  add_wait_in(l, counter, l->resets, value, ops, nops);
 }
 
 /* A wait for a restart word >= value, always enqueued (the restart
- * handshake; the watch's `need` stays the counters'). */
-static void add_wait_reset(const struct hetccl_dlane *l, _Atomic uint32_t *word, uint32_t value,
-                           struct hetccl_memop32 *ops, int *nops) {
+ * handshake); `need_reset` remembers it for the watch. */
+static void add_wait_reset(struct hetccl_dlane *l, _Atomic uint32_t *word, uint32_t value, struct hetccl_memop32 *ops,
+                           int *nops) {
   ops[(*nops)++] = (struct hetccl_memop32){.dev_addr = dev_addr(l, word), .value = value, .wait = 1,
                                            .cond = HETCCL_WAIT_GEQ};
+  atomic_store_explicit(&l->need_reset, value, memory_order_release);
 }
 
 /*
@@ -230,7 +265,7 @@ static void add_wait_reset(const struct hetccl_dlane *l, _Atomic uint32_t *word,
  */
 static void restart_tx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *nops) {
   uint32_t k = ++l->resets;
-  add_wait(l, l->consumed, units(l->end), ops, nops);
+  add_wait_in(l, l->consumed, k - 1, units(l->end), ops, nops); /* the old epoch's last room */
   add_write(l, l->produced, 0, ops, nops);
   add_write(l, l->produced_resets, k, ops, nops);
   add_wait_reset(l, l->consumed_resets, k, ops, nops);
@@ -390,13 +425,18 @@ hetcclResult_t hetccl_dwin_kernel_steps(struct hetccl_dwin *win, int tx, size_t 
 /* A step's wait for the track's wait counter, as add_wait (left out when
  * the host sees the counter there already; `need` for the watch), or for
  * its restart word, as add_wait_reset (always). */
-static void kstep_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_wx_step *s) {
-  if (reached(l, counter, value)) return;
+static void kstep_wait_in(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t k, uint32_t value,
+                          struct hetccl_wx_step *s) {
+  if (passed(l, counter, k, value)) return;
   s->flags |= HETCCL_WX_WAIT_GEQ;
   s->wait = value;
-  atomic_store_explicit(&l->need, value, memory_order_release);
+  need_counter(l, k, value);
 }
-static void kstep_wait_reset(uint32_t value, struct hetccl_wx_step *s) {
+static void kstep_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_wx_step *s) {
+  kstep_wait_in(l, counter, l->resets, value, s);
+}
+static void kstep_wait_reset(struct hetccl_dlane *l, uint32_t value, struct hetccl_wx_step *s) {
+  atomic_store_explicit(&l->need_reset, value, memory_order_release);
   s->flags |= HETCCL_WX_WAIT_RST;
   s->wait = value;
 }
@@ -454,11 +494,11 @@ hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf
       uint32_t k = ++l->resets;
       KSTEP(s, desc, t);
       if (tx) {
-        kstep_wait(l, l->consumed, units(l->end), s);
+        kstep_wait_in(l, l->consumed, k - 1, units(l->end), s); /* the old epoch's last room */
         KSTEP(answer, desc, t);
-        kstep_wait_reset(k, answer);
+        kstep_wait_reset(l, k, answer);
       } else {
-        kstep_wait_reset(k, s);
+        kstep_wait_reset(l, k, s);
       }
       s->flags |= HETCCL_WX_WRITE | HETCCL_WX_WRITE_RST;
       s->write = 0;
@@ -502,15 +542,22 @@ void hetccl_dwin_release(struct hetccl_dwin *win) {
   }
 }
 
+/* Whether the last counter wait or restart handshake this side enqueued on
+ * the lane (`counter`: the peer's word it waits on) has yet to pass. */
+static int waits_pending(struct hetccl_dlane *l, _Atomic uint32_t *counter) {
+  uint64_t need = atomic_load_explicit(&l->need, memory_order_acquire);
+  uint32_t need_reset = atomic_load_explicit(&l->need_reset, memory_order_acquire);
+  if (!passed(l, counter, (uint32_t)(need >> 32), (uint32_t)need)) return 1;
+  return atomic_load_explicit(resets_of(l, counter), memory_order_acquire) < need_reset;
+}
+
 hetcclResult_t hetccl_dwin_watch(struct hetccl_dwin *win) {
   if (!win->present) return hetcclSuccess;
   int pending = 0;
   int nrx = atomic_load_explicit(&win->nrx, memory_order_acquire);
   int ntx = atomic_load_explicit(&win->ntx, memory_order_acquire);
-  for (int i = 0; i < nrx; i++)
-    pending |= !reached(&win->rx[i], win->rx[i].produced, atomic_load_explicit(&win->rx[i].need, memory_order_acquire));
-  for (int i = 0; i < ntx; i++)
-    pending |= !reached(&win->tx[i], win->tx[i].consumed, atomic_load_explicit(&win->tx[i].need, memory_order_acquire));
+  for (int i = 0; i < nrx; i++) pending |= waits_pending(&win->rx[i], win->rx[i].produced);
+  for (int i = 0; i < ntx; i++) pending |= waits_pending(&win->tx[i], win->tx[i].consumed);
   if (!pending) return hetcclSuccess;
   hetcclResult_t rc = win->ops->check_peer ? win->ops->check_peer(win->link) : hetcclSuccess;
   if (rc != hetcclSuccess)

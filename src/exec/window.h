@@ -60,8 +60,12 @@ struct hetccl_dlane {
   void *reg;              /* the registered host range the lane lies in, and its device address */
   char *dev_reg;          /* lane 0: NULL until the window is mapped (at first use) */
   uint64_t end;           /* virtual end of the last chunk sent / received (bytes) */
-  _Atomic uint32_t need;  /* the counter value the last enqueued wait needs, for the watch */
-  _Atomic int restarted;  /* the counters restarted once: the host can no longer tell an old value from a new one */
+  /* For the watch (another thread): the last counter wait enqueued, its
+   * epoch (restarts before it) in the high 32 bits and its value in the
+   * low, and the restart word value the last handshake wait needs. */
+  _Atomic uint64_t need;
+  _Atomic uint32_t need_reset;
+  _Atomic int restarted;  /* the counters restarted at least once (tests look) */
   void *bounce;           /* receiving lanes: device memory of half the ring, for in-place reductions */
   struct hetccl_link_lane seg; /* grown lanes: their shared memory (base NULL for lane 0) */
 };

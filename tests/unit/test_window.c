@@ -1373,12 +1373,56 @@ out:
   wpair_close(&p);
 }
 
+/* The watch after counter restarts (window.c, `passed`): it tells a wait
+ * that passed from a pending one by the peer's restart word as well as its
+ * counter, so a peer that leaves after everything crossed is no error
+ * however often the lane restarted, and one that leaves while a receive
+ * (here behind a restart handshake) still waits for it is. Before, every
+ * wait after a lane's first restart counted as pending: a peer's clean exit
+ * after 512 GiB through a lane became the communicator's error. */
+static void restart_watch(void) {
+  struct wpair p;
+  hetcclStream_t s0 = stream_new(0), r1 = stream_new(1);
+  char *src = dbuf(0, 3 * WIN), *dst = dbuf(1, 3 * WIN);
+  fill(src, 3 * WIN, hetcclUint8, 0);
+  if (!wpair_open_epoch(&p)) goto out;
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, 3 * WIN, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(hetccl_dwin_send(&p.w[0], src, 3 * WIN, s0) == hetcclSuccess, "dwin_send: %s", hetccl_last_error());
+  CHECK(fs_sync_within(s0, WAIT_MS) && fs_sync_within(r1, WAIT_MS), "three windows through a lane that restarts every "
+                                                                      "window did not cross");
+  CHECK(memcmp(dst, src, 3 * WIN) == 0, "the data through the restarts differs");
+  uint32_t k = p.w[1].rx[0].resets;
+  CHECK(k >= 2 && p.w[0].tx[0].resets == k, "restarts: sender %u, receiver %u, expected the same, at least 2",
+        p.w[0].tx[0].resets, k);
+  CHECK(hetccl_dwin_watch(&p.w[0]) == hetcclSuccess && hetccl_dwin_watch(&p.w[1]) == hetcclSuccess,
+        "the watch failed with both ends present: %s", hetccl_last_error());
+  /* The sender leaves, everything it sent received. */
+  hetccl_dwin_close(&p.w[0]);
+  p.w[0].present = 0;
+  link_leave(&p.m, 0, 1);
+  CHECK(hetccl_dwin_watch(&p.w[1]) == hetcclSuccess,
+        "after %u restarts the watch took a peer that left with everything received for one still waited for (%s)", k,
+        hetccl_last_error());
+  /* A receive the departed sender never makes: pending. */
+  CHECK(hetccl_dwin_recv(&p.w[1], dst, NULL, WIN, hetcclUint8, NULL, r1) == hetcclSuccess, "dwin_recv: %s",
+        hetccl_last_error());
+  CHECK(hetccl_dwin_watch(&p.w[1]) != hetcclSuccess, "a receive from a departed peer went unnoticed by the watch");
+  hetccl_dwin_release(&p.w[1]);
+  CHECK(fs_sync_within(r1, 2000), "the receive from a departed peer still waits 2 s after release");
+out:
+  streams_done((hetcclStream_t[2]){s0, r1}, 2);
+  dfree(0, src), dfree(1, dst);
+  wpair_close(&p);
+}
+
 static void case_restart_release(void) {
   for (int u = 0; u < 2; u++) { /* CUDA's wrap-around waits, then HIP's unsigned ones */
     atomic_store(&fs_g.unsigned_waits, u);
     restart_gone_sender();
     restart_gone_receiver();
     restart_release_twice();
+    restart_watch();
   }
   atomic_store(&fs_g.unsigned_waits, 0);
 }
@@ -1548,7 +1592,7 @@ int main(int argc, char **argv) {
       {"executor: a window peer that leaves, with and without waits pending", case_exec_peer_gone},
       {"executor destroy(abort) with stuck transfers", case_exec_abort},
       {"executors: engine flag epochs with unsigned waits, from the wrap", case_exec_flag_epochs},
-      {"release ends a counter restart whose peer is gone", case_restart_release},
+      {"release ends a counter restart whose peer is gone; the watch across restarts", case_restart_release},
       {"host end: restarts with a GPU end; abort and lost peer mid-restart", case_hwin_restart},
   };
   int passed = 0, failed = 0;
