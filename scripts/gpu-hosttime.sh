@@ -18,7 +18,9 @@
 #   8. (AB=1) the kernel against stream waits from 16 MiB, cuda rank + host
 #      rank, three times in turn, beside host + host: the bandwidth that
 #      HETCCL_WINDOW_KERNEL=auto's choice for large transfers rests on
-#   9. (TESTS=1) test_gpu_collectives on cuda,host and cuda:d0,cuda:d1,host
+#   9. (TESTS=1) test_gpu_collectives on cuda,host and cuda:d0,cuda:d1,host;
+#      with TESTS_EPOCH=4K instead, window counters restart every 4 KiB, on
+#      cuda,host and on cuda:d0,cuda:d1,host with the kernel and stream waits
 #  10. (MPS=1) cuda:d0 + cuda:d1 under the CUDA MPS daemon (started here and
 #      stopped after; the two processes' kernels then run at once instead of
 #      time-slicing): the window kernel against stream waits, blocks 4, 8, 16
@@ -39,7 +41,7 @@ torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl
 t0=$(date +%s)
 el() { echo "$(($(date +%s) - t0)) s"; }
 targets=(hetccl hetccl-perf hetccl-pciebench)
-[ -n "${TESTS:-}" ] && targets+=(test_gpu_collectives)
+[ -n "${TESTS:-}${TESTS_EPOCH:-}" ] && targets+=(test_gpu_collectives)
 if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS=90 &&
   cmake --build "$BUILD" -j16 --target "${targets[@]}"; } >"$LOGS/build.txt" 2>&1; then
   tail -n 30 "$LOGS/build.txt"
@@ -134,14 +136,27 @@ done
 echo "ab: done ($(el))"
 fi
 # 9. correctness
-if [ -n "${TESTS:-}" ]; then
-for layout in cuda,host cuda:d0,cuda:d1,host; do
-  out=$(timeout -k 5 150 "$bin/test_gpu_collectives" --layout "$layout" --counts 0,1,7,1023,65539,1048579 2>&1)
+gtest() { # VAR=VALUE... -- layout counts
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  local out rc
+  out=$(env "${envs[@]}" timeout -k 5 150 "$bin/test_gpu_collectives" --layout "$1" --counts "$2" 2>&1)
   rc=$?
   echo "$out" >>"$LOGS/tests.txt"
-  echo "test_gpu_collectives --layout $layout: $(grep -E '^[0-9]+ passed' <<<"$out" | tail -n 1) (exit $rc, $(el))"
+  echo "test_gpu_collectives ${envs[*]} --layout $1: $(grep -E '^[0-9]+ passed' <<<"$out" | tail -n 1) (exit $rc, $(el))"
   [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -m 5 FAIL <<<"$out" | cut -c1-240; }
-done
+}
+if [ -n "${TESTS:-}" ]; then
+  for layout in cuda,host cuda:d0,cuda:d1,host; do
+    gtest NCCL_NVLS_ENABLE=0 -- "$layout" 0,1,7,1023,65539,1048579
+  done
+fi
+if [ -n "${TESTS_EPOCH:-}" ]; then
+  gtest HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" -- cuda,host 0,1,7,1023,65539
+  for k in 1 0; do
+    gtest HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" HETCCL_WINDOW_KERNEL=$k -- cuda:d0,cuda:d1,host 0,1,7,1023,65539
+  done
 fi
 # 10. two GPU processes under MPS
 if [ -n "${MPS:-}" ]; then
