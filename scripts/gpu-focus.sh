@@ -12,18 +12,11 @@
 #      hetccl-pciebench for the PCIe limit
 # Output: $OUT (or build-gpu/focus) *.txt; the summary on stdout.
 set -u
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo" || exit 1
-BUILD=${BUILD:-build-gpu}
-LOGS=${OUT:-$BUILD/focus}
-mkdir -p "$LOGS"
-export NCCL_NVLS_ENABLE=0
-torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
-[ -z "${HETCCL_NCCL_LIBRARY:-}" ] && [ -f "$torch_nccl" ] && export HETCCL_NCCL_LIBRARY=$torch_nccl
+# shellcheck source=scripts/gpu-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
+gpu_setup focus
 prebuilt=
 [ -f .device-carry/hip-kernels/source.sha256 ] && prebuilt=$repo/.device-carry/hip-kernels
-t0=$(date +%s)
-el() { echo "$(($(date +%s) - t0)) s"; }
 if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS=90 \
   -DHETCCL_HIP_PREBUILT_DIR="$prebuilt" && cmake --build "$BUILD" -j16 --target hetccl hetccl-perf hetccl-pciebench \
   test_gpu_collectives test_tool_stand_in_hip_cuda; } >"$LOGS/build.txt" 2>&1; then
@@ -33,22 +26,12 @@ fi
 echo "build: ok ($(el))"
 bin=$BUILD/bin
 fails=0
-gtc() { # VAR=VALUE... -- layout counts
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  local out
-  out=$(env "${envs[@]}" timeout -k 5 100 "$bin/test_gpu_collectives" --layout "$1" --counts "$2" 2>&1)
-  local rc=$?
-  echo "$out" >>"$LOGS/tests.txt"
-  echo "test_gpu_collectives ${envs[*]} --layout $1: $(grep -E '^[0-9]+ passed' <<<"$out" | tail -n 1) (exit $rc, $(el))"
-  [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -m 5 FAIL <<<"$out" | cut -c1-240; }
-}
+GPU_TEST_TIMEOUT=100
 counts=0,1,7,1023,65539,1048579
-gtc HETCCL_WINDOW_KERNEL=1 -- cuda,host $counts
-gtc HETCCL_WINDOW_KERNEL=1 -- cuda:d0,cuda:d1,host $counts
+gpu_test HETCCL_WINDOW_KERNEL=1 -- cuda,host $counts
+gpu_test HETCCL_WINDOW_KERNEL=1 -- cuda:d0,cuda:d1,host $counts
 hip_rt=$repo/$BUILD/test-tools/stand-in-hip-cuda/libamdhip64.so
-gtc HETCCL_WINDOW_KERNEL=1 HETCCL_HIP_LIBRARY="$hip_rt" HETCCL_RCCL_LIBRARY="${HETCCL_NCCL_LIBRARY:-libnccl.so.2}" \
+gpu_test HETCCL_WINDOW_KERNEL=1 HETCCL_HIP_LIBRARY="$hip_rt" HETCCL_RCCL_LIBRARY="${HETCCL_NCCL_LIBRARY:-libnccl.so.2}" \
   HETCCL_TEST_HIP_MARKER_IMAGE=$([ -n "$prebuilt" ] && echo 0 || echo 1) -- cuda:d0,hip:d1,host 0,1,1023,65539
 perf() { # name kernel args...
   local name=$1 k=$2

@@ -30,16 +30,9 @@
 # build-gpu/hosttime): perf.txt (everything), rows.txt (one line per size),
 # traces.tar.gz; the summary on stdout.
 set -u
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo" || exit 1
-BUILD=${BUILD:-build-gpu}
-LOGS=${OUT:-$BUILD/hosttime}
-mkdir -p "$LOGS"
-export NCCL_NVLS_ENABLE=0
-torch_nccl=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
-[ -z "${HETCCL_NCCL_LIBRARY:-}" ] && [ -f "$torch_nccl" ] && export HETCCL_NCCL_LIBRARY=$torch_nccl
-t0=$(date +%s)
-el() { echo "$(($(date +%s) - t0)) s"; }
+# shellcheck source=scripts/gpu-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
+gpu_setup hosttime
 targets=(hetccl hetccl-perf hetccl-pciebench)
 [ -n "${TESTS:-}${TESTS_EPOCH:-}" ] && targets+=(test_gpu_collectives)
 if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_GPU_TESTS=ON -DHETCCL_CUDA_ARCHS=90 &&
@@ -136,26 +129,15 @@ done
 echo "ab: done ($(el))"
 fi
 # 9. correctness
-gtest() { # VAR=VALUE... -- layout counts
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  local out rc
-  out=$(env "${envs[@]}" timeout -k 5 150 "$bin/test_gpu_collectives" --layout "$1" --counts "$2" 2>&1)
-  rc=$?
-  echo "$out" >>"$LOGS/tests.txt"
-  echo "test_gpu_collectives ${envs[*]} --layout $1: $(grep -E '^[0-9]+ passed' <<<"$out" | tail -n 1) (exit $rc, $(el))"
-  [ $rc -eq 0 ] || { fails=$((fails + 1)); grep -m 5 FAIL <<<"$out" | cut -c1-240; }
-}
 if [ -n "${TESTS:-}" ]; then
   for layout in cuda,host cuda:d0,cuda:d1,host; do
-    gtest NCCL_NVLS_ENABLE=0 -- "$layout" 0,1,7,1023,65539,1048579
+    gpu_test NCCL_NVLS_ENABLE=0 -- "$layout" 0,1,7,1023,65539,1048579
   done
 fi
 if [ -n "${TESTS_EPOCH:-}" ]; then
-  gtest HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" -- cuda,host 0,1,7,1023,65539
+  gpu_test HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" -- cuda,host 0,1,7,1023,65539
   for k in 1 0; do
-    gtest HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" HETCCL_WINDOW_KERNEL=$k -- cuda:d0,cuda:d1,host 0,1,7,1023,65539
+    gpu_test HETCCL_SHM_WINDOW_EPOCH="$TESTS_EPOCH" HETCCL_WINDOW_KERNEL=$k -- cuda:d0,cuda:d1,host 0,1,7,1023,65539
   done
 fi
 # 10. two GPU processes under MPS
