@@ -93,7 +93,6 @@ static hetcclResult_t step(struct hetccl_hwin_xfer *x, int *moved) {
         atomic_store_explicit(l->consumed, 0, memory_order_release);
         atomic_store_explicit(l->consumed_resets, ++l->resets, memory_order_release);
       }
-      atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
       l->end = 0;
       *moved = 1;
       continue;

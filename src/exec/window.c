@@ -269,7 +269,6 @@ static void restart_tx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *
   add_write(l, l->produced, 0, ops, nops);
   add_write(l, l->produced_resets, k, ops, nops);
   add_wait_reset(l, l->consumed_resets, k, ops, nops);
-  atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
   l->end = 0;
 }
 
@@ -278,7 +277,6 @@ static void restart_rx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *
   add_wait_reset(l, l->produced_resets, k, ops, nops);
   add_write(l, l->consumed, 0, ops, nops);
   add_write(l, l->consumed_resets, k, ops, nops);
-  atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
   l->end = 0;
 }
 
@@ -503,7 +501,6 @@ hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf
       s->flags |= HETCCL_WX_WRITE | HETCCL_WX_WRITE_RST;
       s->write = 0;
       s->n = k;
-      atomic_store_explicit(&l->restarted, 1, memory_order_relaxed);
       l->end = 0;
     }
     uint64_t v = hetccl_dwin_place(l, l->end, n), end = v + round_up(n, WIN_UNIT);

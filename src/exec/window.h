@@ -65,7 +65,6 @@ struct hetccl_dlane {
    * low, and the restart word value the last handshake wait needs. */
   _Atomic uint64_t need;
   _Atomic uint32_t need_reset;
-  _Atomic int restarted;  /* the counters restarted at least once (tests look) */
   void *bounce;           /* receiving lanes: device memory of half the ring, for in-place reductions */
   struct hetccl_link_lane seg; /* grown lanes: their shared memory (base NULL for lane 0) */
 };
