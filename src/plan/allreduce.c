@@ -90,31 +90,29 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
     HETCCL_TRY(hetccl_exec_zero(&st->ex, res + n * esz, (s * (size_t)nd - n) * esz));
     rs_in = res;
   }
-  /* A one-rank domain's reduce-scatter is its input: with nothing to scale
-   * and a separate output (the exchange reads it while writing the result),
-   * the input is sent as it is, saving a copy of the whole message. */
-  const char *partial = NULL;
-  if (nd == 1 && !vendor_op.premul && even && op->sendbuff != op->recvbuff) partial = op->sendbuff;
+  /* A one-rank domain's reduce-scatter is its input as it is (nothing to
+   * scale, and with a separate output the exchange can send it while it
+   * writes the result); in place, the exchange would overwrite what it
+   * still sends, so the input goes aside by one copy of the executor's
+   * (one driver call on a GPU rank; the vendor's one-rank reduce-scatter
+   * makes several). */
+  int own = nd == 1 && !vendor_op.premul && even;
+  const char *partial = own && op->sendbuff != op->recvbuff ? op->sendbuff : NULL;
   struct hetccl_op v = *op;
-  if (!partial && nd == 1 && !vendor_op.premul && even) {
-    /* In place, the exchange would overwrite what it still sends: the
-     * input goes aside by one copy of the executor's (one driver call on a
-     * GPU rank; the vendor's one-rank reduce-scatter makes several). */
-    char *shard;
-    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, n * esz, (void **)&shard));
-    HETCCL_TRY(hetccl_exec_copy(&st->ex, shard, op->sendbuff, n * esz));
-    partial = shard;
-  }
   if (!partial) {
     char *shard;
     HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, s * esz, (void **)&shard));
-    v.coll = HETCCL_COLL_REDUCESCATTER;
-    v.sendbuff = rs_in;
-    v.recvbuff = shard;
-    v.count = s;
-    v.redop = vendor_op;
-    HETCCL_TRY(hetccl_plan_vop_add(st, &v));
-    HETCCL_TRY(hetccl_plan_vops_run(st));
+    if (own) {
+      HETCCL_TRY(hetccl_exec_copy(&st->ex, shard, op->sendbuff, n * esz));
+    } else {
+      v.coll = HETCCL_COLL_REDUCESCATTER;
+      v.sendbuff = rs_in;
+      v.recvbuff = shard;
+      v.count = s;
+      v.redop = vendor_op;
+      HETCCL_TRY(hetccl_plan_vop_add(st, &v));
+      HETCCL_TRY(hetccl_plan_vops_run(st));
+    }
     partial = shard;
   }
 
