@@ -48,6 +48,13 @@ struct hetccl_vendor_ops {
   hetcclResult_t (*init)(const struct hetccl_vendor_init *args, hetccl_vcomm **out);
   hetcclResult_t (*run)(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops);
   void (*destroy)(hetccl_vcomm *vc);
+  /* Optional (NULL: none). A PreMulSum operator made in the library when
+   * the application makes one on a one-domain communicator, destroyed with
+   * the application's: pass-through then makes the calls the application
+   * made. *vendor_op is the library's operator plus one, or 0 when the
+   * library makes none for it (calls then make one each, as before). */
+  hetcclResult_t (*redop_create)(hetccl_vcomm *vc, const hetccl_redop *r, hetcclDataType_t dt, int *vendor_op);
+  void (*redop_destroy)(hetccl_vcomm *vc, int vendor_op);
 };
 #define HETCCL_VENDOR_OPS_VERSION 1
 

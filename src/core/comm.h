@@ -46,6 +46,7 @@ struct hetccl_user_redop {
   hetcclScalarResidence_t residence;
   const void *scalar_ptr;   /* hetcclScalarDevice: read at each call */
   uint64_t scalar;          /* hetcclScalarHostImmediate: read at creation */
+  int vendor_op;            /* > 0: the domain library's operator + 1 (one-domain communicators) */
 };
 
 struct hetccl_comm_worker; /* core/worker.c */

@@ -38,6 +38,7 @@ hetcclResult_t hetccl_redop_resolve(struct hetccl_comm *c, hetcclRedOp_t op, het
     const struct hetccl_user_redop *u = &c->user_ops[idx];
     out->combine = HETCCL_COMBINE_SUM;
     out->premul = 1;
+    out->vendor_op = u->vendor_op;
     if (u->residence == hetcclScalarHostImmediate) {
       out->scalar = u->scalar;
     } else if (!hetccl_device_get(c->device_kind)) {
@@ -83,6 +84,18 @@ hetcclResult_t hetccl_redop_create_premulsum(struct hetccl_comm *c, hetcclRedOp_
   u->residence = residence;
   u->scalar_ptr = scalar;
   if (residence == hetcclScalarHostImmediate) memcpy(&u->scalar, scalar, hetccl_type_size(dt));
+  /* One domain: the library's own operator, made now as the application
+   * made its own (its calls then pass through unchanged). */
+  if (c->ndomains == 1 && c->vendor && c->vendor->redop_create && c->vcomm &&
+      atomic_load(&c->init_state) == hetcclSuccess) {
+    hetccl_redop r = {.combine = HETCCL_COMBINE_SUM, .premul = 1, .scalar = u->scalar};
+    if (residence != hetcclScalarHostImmediate) r.scalar_at = scalar;
+    rc = c->vendor->redop_create(c->vcomm, &r, dt, &u->vendor_op);
+    if (rc != hetcclSuccess) {
+      u->in_use = 0;
+      goto out;
+    }
+  }
   *op = (hetcclRedOp_t)((int)hetcclNumOps + idx);
 out:
   pthread_mutex_unlock(&c->lock);
@@ -97,8 +110,12 @@ hetcclResult_t hetccl_redop_destroy(struct hetccl_comm *c, hetcclRedOp_t op) {
     rc = hetccl_error(hetcclInvalidArgument, "reduction op %d is built in and cannot be destroyed", (int)op);
   else if (idx >= c->nuser_ops || !c->user_ops[idx].in_use)
     rc = hetccl_error(hetcclInvalidArgument, "reduction op %d is not a live operator of this communicator", (int)op);
-  else
-    c->user_ops[idx].in_use = 0;
+  else {
+    struct hetccl_user_redop *u = &c->user_ops[idx];
+    if (u->vendor_op && c->vendor && c->vendor->redop_destroy) c->vendor->redop_destroy(c->vcomm, u->vendor_op);
+    u->vendor_op = 0;
+    u->in_use = 0;
+  }
   pthread_mutex_unlock(&c->lock);
   return rc;
 }

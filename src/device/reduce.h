@@ -32,6 +32,11 @@ typedef struct hetccl_redop {
    * representation, and is read when the reduction runs, in stream order,
    * as NCCL reads it; `scalar` is then unused. */
   const void *scalar_at;
+  /* > 0: the domain library's own operator for this premul, plus one: made
+   * once when the application made its PreMulSum on a one-domain
+   * communicator (ccl.h, redop_create), so each call reaches the library
+   * with the application's operator and nothing is made per call. */
+  int vendor_op;
 } hetccl_redop;
 
 /* The multiplier of `op` for type size `size`: `scalar`, or the bytes at

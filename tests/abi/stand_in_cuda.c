@@ -55,6 +55,28 @@ enum {
 };
 enum { MEM_HOST = 1, MEM_DEVICE = 2 }; /* CUmemorytype */
 
+/* Every driver entry point counts its calls (tests/unit/test_passthrough_calls.c:
+ * a pass-through call must make none): the total and the last few names. */
+static unsigned long g_driver_calls;
+static char g_driver_last[256];
+static void stand_in_count(const char *fn) {
+  __atomic_fetch_add(&g_driver_calls, 1, __ATOMIC_RELAXED);
+  size_t used = strlen(g_driver_last), n = strlen(fn);
+  if (used + n + 2 < sizeof g_driver_last) {
+    memcpy(g_driver_last + used, fn, n);
+    g_driver_last[used + n] = ' ';
+    g_driver_last[used + n + 1] = '\0';
+  }
+}
+EXPORT unsigned long stand_in_cuda_driver_calls(void) { return __atomic_load_n(&g_driver_calls, __ATOMIC_RELAXED); }
+/* The names counted since the last call of this function (as far as they fit). */
+EXPORT const char *stand_in_cuda_driver_names(void) {
+  static char copy[sizeof g_driver_last];
+  memcpy(copy, g_driver_last, sizeof copy);
+  g_driver_last[0] = '\0';
+  return copy;
+}
+
 static int cu_result(int sg) {
   switch (sg) {
     case SG_OK: return R_OK;
@@ -66,6 +88,7 @@ static int cu_result(int sg) {
 }
 
 EXPORT int cuGetErrorName(int r, const char **s) {
+  stand_in_count(__func__);
   switch (r) {
     case R_OK: *s = "CUDA_SUCCESS"; break;
     case R_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
@@ -85,6 +108,7 @@ EXPORT int cuGetErrorName(int r, const char **s) {
   return R_OK;
 }
 EXPORT int cuGetErrorString(int r, const char **s) {
+  stand_in_count(__func__);
   const char *name;
   if (cuGetErrorName(r, &name) != R_OK) return R_INVALID_VALUE;
   *s = r == R_OK ? "no error" : "stand-in CUDA driver error";
@@ -100,6 +124,7 @@ static int device_count(void) {
 }
 
 EXPORT int cuInit(unsigned flags) {
+  stand_in_count(__func__);
   if (flags) return R_INVALID_VALUE;
   if (device_count() <= 0) return R_NO_DEVICE;
   __atomic_store_n(&g_initialized, 1, __ATOMIC_RELEASE);
@@ -108,22 +133,26 @@ EXPORT int cuInit(unsigned flags) {
 static int initialized(void) { return __atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE); }
 
 EXPORT int cuDriverGetVersion(int *v) {
+  stand_in_count(__func__);
   if (!v) return R_INVALID_VALUE;
   *v = 12080;
   return R_OK;
 }
 EXPORT int cuDeviceGetCount(int *n) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   *n = device_count();
   return R_OK;
 }
 EXPORT int cuDeviceGet(int *dev, int ordinal) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   if (ordinal < 0 || ordinal >= device_count()) return R_INVALID_DEVICE;
   *dev = ordinal;
   return R_OK;
 }
 EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   if (dev < 0 || dev >= device_count()) return R_INVALID_DEVICE;
   switch (attr) {
@@ -151,6 +180,7 @@ static _Thread_local struct CUctx_st *t_stack[STACK_DEPTH];
 static _Thread_local int t_depth;
 
 EXPORT int cuDevicePrimaryCtxRetain(struct CUctx_st **ctx, int dev) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   if (dev < 0 || dev >= device_count() || dev >= MAX_DEVICES) return R_INVALID_DEVICE;
   g_primary[dev].device = dev;
@@ -158,11 +188,13 @@ EXPORT int cuDevicePrimaryCtxRetain(struct CUctx_st **ctx, int dev) {
   return R_OK;
 }
 EXPORT int cuCtxGetCurrent(struct CUctx_st **ctx) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   *ctx = t_depth ? t_stack[t_depth - 1] : NULL;
   return R_OK;
 }
 EXPORT int cuCtxSetCurrent(struct CUctx_st *ctx) {
+  stand_in_count(__func__);
   if (!initialized()) return R_NOT_INITIALIZED;
   if (!ctx) {
     if (t_depth) t_depth--;
@@ -174,18 +206,21 @@ EXPORT int cuCtxSetCurrent(struct CUctx_st *ctx) {
   return R_OK;
 }
 EXPORT int cuCtxPushCurrent_v2(struct CUctx_st *ctx) {
+  stand_in_count(__func__);
   if (!ctx) return R_INVALID_CONTEXT;
   if (t_depth == STACK_DEPTH) return R_OUT_OF_MEMORY;
   t_stack[t_depth++] = ctx;
   return R_OK;
 }
 EXPORT int cuCtxPopCurrent_v2(struct CUctx_st **ctx) {
+  stand_in_count(__func__);
   if (!t_depth) return R_INVALID_CONTEXT;
   struct CUctx_st *top = t_stack[--t_depth];
   if (ctx) *ctx = top;
   return R_OK;
 }
 EXPORT int cuCtxGetDevice(int *dev) {
+  stand_in_count(__func__);
   if (!t_depth || !t_stack[t_depth - 1]) return R_INVALID_CONTEXT;
   *dev = t_stack[t_depth - 1]->device;
   return R_OK;
@@ -196,6 +231,7 @@ static int current_device(int *dev) { return cuCtxGetDevice(dev); }
 /* ---- memory ---- */
 
 EXPORT int cuMemAlloc_v2(dptr *p, size_t bytes) {
+  stand_in_count(__func__);
   int dev, r = current_device(&dev);
   if (r != R_OK) return r;
   if (!p || !bytes) return R_INVALID_VALUE;
@@ -204,21 +240,24 @@ EXPORT int cuMemAlloc_v2(dptr *p, size_t bytes) {
   if (r == R_OK) *p = (dptr)(uintptr_t)h;
   return r;
 }
-EXPORT int cuMemFree_v2(dptr p) { return cu_result(sg_release((void *)(uintptr_t)p, MEM_DEVICE)); }
+EXPORT int cuMemFree_v2(dptr p) { stand_in_count(__func__); return cu_result(sg_release((void *)(uintptr_t)p, MEM_DEVICE)); }
 EXPORT int cuMemHostAlloc(void **p, size_t bytes, unsigned flags) {
+  stand_in_count(__func__);
   int dev, r = current_device(&dev);
   if (r != R_OK) return r;
   if (!p || !bytes || flags > 7) return R_INVALID_VALUE; /* PORTABLE 1, DEVICEMAP 2, WRITECOMBINED 4 */
   return cu_result(sg_alloc(p, bytes, MEM_HOST, dev));
 }
-EXPORT int cuMemFreeHost(void *p) { return cu_result(sg_release(p, MEM_HOST)); }
+EXPORT int cuMemFreeHost(void *p) { stand_in_count(__func__); return cu_result(sg_release(p, MEM_HOST)); }
 EXPORT int cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  stand_in_count(__func__);
   int dev, r = current_device(&dev);
   if (r != R_OK) return r;
   if (!p || !bytes || flags > 15) return R_INVALID_VALUE; /* PORTABLE 1, DEVICEMAP 2, IOMEMORY 4, READ_ONLY 8 */
   return cu_result(sg_range_add(p, bytes, MEM_HOST, dev, 0));
 }
 EXPORT int cuMemHostUnregister(void *p) {
+  stand_in_count(__func__);
   int owned = 0;
   struct sg_range r;
   if (!sg_range_find(p, &r) || r.owned) return R_NOT_REGISTERED;
@@ -226,12 +265,14 @@ EXPORT int cuMemHostUnregister(void *p) {
 }
 /* Mapped host memory has the same address for the "device". */
 EXPORT int cuMemHostGetDevicePointer_v2(dptr *dev, void *host, unsigned flags) {
+  stand_in_count(__func__);
   struct sg_range r;
   if (flags || !sg_range_find(host, &r) || r.type != MEM_HOST) return R_INVALID_VALUE;
   *dev = (dptr)(uintptr_t)host;
   return R_OK;
 }
 EXPORT int cuMemGetAddressRange_v2(dptr *base, size_t *size, dptr p) {
+  stand_in_count(__func__);
   struct sg_range r;
   if (!sg_range_find((void *)(uintptr_t)p, &r)) return R_NOT_FOUND;
   if (base) *base = (dptr)(uintptr_t)r.base;
@@ -239,12 +280,14 @@ EXPORT int cuMemGetAddressRange_v2(dptr *base, size_t *size, dptr p) {
   return R_OK;
 }
 EXPORT int cuMemGetHandleForAddressRange(void *handle, dptr p, size_t bytes, int type, unsigned long long flags) {
+  stand_in_count(__func__);
   (void)handle, (void)p, (void)bytes, (void)type, (void)flags;
   return R_NOT_SUPPORTED;
 }
 
 /* CUpointer_attribute values answered; others are CUDA_ERROR_INVALID_VALUE. */
 EXPORT int cuPointerGetAttribute(void *data, int attr, dptr p) {
+  stand_in_count(__func__);
   struct sg_range r;
   if (!data) return R_INVALID_VALUE;
   if (!sg_range_find((void *)(uintptr_t)p, &r)) return R_INVALID_VALUE; /* pageable memory */
@@ -268,31 +311,37 @@ EXPORT int cuPointerGetAttribute(void *data, int attr, dptr p) {
 /* ---- streams and events (a CUstream is a struct sg_stream *) ---- */
 
 EXPORT int cuStreamCreate(struct sg_stream **s, unsigned flags) {
+  stand_in_count(__func__);
   if (!t_depth) return R_INVALID_CONTEXT;
   if (!s || flags > 1) return R_INVALID_VALUE; /* DEFAULT 0, NON_BLOCKING 1 */
   return cu_result(sg_stream_create(s));
 }
 /* As CUDA: work queued before the destroy still completes. */
 EXPORT int cuStreamDestroy_v2(struct sg_stream *s) {
+  stand_in_count(__func__);
   if (!s) return R_INVALID_VALUE;
   sg_stream_destroy(s);
   return R_OK;
 }
 EXPORT int cuStreamSynchronize(struct sg_stream *s) {
+  stand_in_count(__func__);
   sg_stream_synchronize(s);
   return R_OK;
 }
 EXPORT int cuStreamIsCapturing(struct sg_stream *s, int *status) {
+  stand_in_count(__func__);
   (void)s;
   const char *c = getenv("STAND_IN_CUDA_CAPTURING");
   *status = c && c[0] == '1' ? 1 : 0;
   return R_OK;
 }
 EXPORT int cuMemcpyAsync(dptr dst, dptr src, size_t bytes, struct sg_stream *s) {
+  stand_in_count(__func__);
   if (bytes && (!dst || !src)) return R_INVALID_VALUE;
   return cu_result(sg_copy(s, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes));
 }
 EXPORT int cuMemsetD8Async(dptr dst, unsigned char value, size_t bytes, struct sg_stream *s) {
+  stand_in_count(__func__);
   if (bytes && !dst) return R_INVALID_VALUE;
   return cu_result(sg_set(s, (void *)(uintptr_t)dst, value, bytes));
 }
@@ -301,30 +350,36 @@ struct CUevent_st {
   struct sg_event e;
 };
 EXPORT int cuEventCreate(struct CUevent_st **e, unsigned flags) {
+  stand_in_count(__func__);
   if (!t_depth) return R_INVALID_CONTEXT;
   if (flags > 15) return R_INVALID_VALUE;
   *e = calloc(1, sizeof **e);
   return *e ? R_OK : R_OUT_OF_MEMORY;
 }
 EXPORT int cuEventDestroy_v2(struct CUevent_st *e) {
+  stand_in_count(__func__);
   if (!e) return R_INVALID_VALUE;
   free(e);
   return R_OK;
 }
 EXPORT int cuEventRecord(struct CUevent_st *e, struct sg_stream *s) {
+  stand_in_count(__func__);
   if (!e) return R_INVALID_VALUE;
   return cu_result(sg_record(s, &e->e));
 }
 EXPORT int cuEventQuery(struct CUevent_st *e) {
+  stand_in_count(__func__);
   if (!e) return R_INVALID_VALUE;
   return sg_event_done(&e->e) ? R_OK : R_NOT_READY;
 }
 EXPORT int cuEventSynchronize(struct CUevent_st *e) {
+  stand_in_count(__func__);
   if (!e) return R_INVALID_VALUE;
   sg_event_wait(&e->e);
   return R_OK;
 }
 EXPORT int cuStreamWaitEvent(struct sg_stream *s, struct CUevent_st *e, unsigned flags) {
+  stand_in_count(__func__);
   if (!e || flags) return R_INVALID_VALUE;
   return cu_result(sg_wait_event(s, &e->e));
 }
@@ -341,9 +396,11 @@ static int write_value(struct sg_stream *s, dptr addr, uint32_t value, unsigned 
   return cu_result(sg_write32(s, (void *)(uintptr_t)addr, value));
 }
 EXPORT int cuStreamWaitValue32_v2(struct sg_stream *s, dptr addr, uint32_t value, unsigned flags) {
+  stand_in_count(__func__);
   return wait_value(s, addr, value, flags);
 }
 EXPORT int cuStreamWriteValue32_v2(struct sg_stream *s, dptr addr, uint32_t value, unsigned flags) {
+  stand_in_count(__func__);
   return write_value(s, addr, value, flags);
 }
 
@@ -363,6 +420,7 @@ struct memop {
 _Static_assert(sizeof(struct memop) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 
 EXPORT int cuStreamBatchMemOp_v2(struct sg_stream *s, unsigned count, const struct memop *ops, unsigned flags) {
+  stand_in_count(__func__);
   if (!ops || !count || count > 256 || flags) return R_INVALID_VALUE;
   for (unsigned i = 0; i < count; i++) /* checked whole before any is queued */
     if ((ops[i].operation != 1 && ops[i].operation != 2) || !ops[i].address || (ops[i].address & 3) ||
@@ -378,6 +436,7 @@ EXPORT int cuStreamBatchMemOp_v2(struct sg_stream *s, unsigned count, const stru
 
 /* cuLaunchHostFunc: the stand-in NCCL's collectives take their place in stream order. */
 EXPORT int cuLaunchHostFunc(struct sg_stream *s, void (*fn)(void *), void *arg) {
+  stand_in_count(__func__);
   if (!fn) return R_INVALID_VALUE;
   return cu_result(sg_host_func(s, fn, arg));
 }
@@ -387,6 +446,7 @@ EXPORT int cuLaunchHostFunc(struct sg_stream *s, void (*fn)(void *), void *arg) 
 static int g_module; /* the one module handle's target */
 
 EXPORT int cuModuleLoadData(void **module, const void *image) {
+  stand_in_count(__func__);
   uint32_t magic = 0;
   if (!t_depth) return R_INVALID_CONTEXT;
   if (!image) return R_INVALID_VALUE;
@@ -397,6 +457,7 @@ EXPORT int cuModuleLoadData(void **module, const void *image) {
   return R_OK;
 }
 EXPORT int cuModuleGetFunction(const struct sg_kernel **fn, void *module, const char *name) {
+  stand_in_count(__func__);
   if (module != &g_module || !name) return R_INVALID_VALUE;
   *fn = sg_kernel_named(name);
   return *fn ? R_OK : R_NOT_FOUND;
@@ -404,6 +465,7 @@ EXPORT int cuModuleGetFunction(const struct sg_kernel **fn, void *module, const 
 /* The argument lists of src/device/kernels' contract (cuda_kernels.c packs them). */
 EXPORT int cuLaunchKernel(const struct sg_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                           unsigned bz, unsigned shared, struct sg_stream *s, void **args, void **extra) {
+  stand_in_count(__func__);
   if (!k || !args || extra || !gx || gy != 1 || gz != 1 || bx != 512 || by != 1 || bz != 1 || shared)
     return R_INVALID_VALUE;
   return cu_result(sg_launch(s, k, gx, args));
@@ -441,6 +503,7 @@ static const struct {
 
 /* CUdriverProcAddressQueryResult: SUCCESS 0, SYMBOL_NOT_FOUND 1, VERSION_NOT_SUFFICIENT 2. */
 EXPORT int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {
+  stand_in_count(__func__);
   const char *off = getenv("STAND_IN_CUDA_NO_GET_PROC");
   if (!symbol || !pfn || flags > 2) return R_INVALID_VALUE; /* DEFAULT 0, LEGACY_STREAM 1, PER_THREAD 2 */
   *pfn = NULL;

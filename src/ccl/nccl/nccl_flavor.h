@@ -75,5 +75,8 @@ hetcclResult_t hetccl_nccl_flavor_init(const struct hetccl_nccl_flavor *f, const
                                        hetccl_vcomm **out);
 hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops);
 void hetccl_nccl_flavor_destroy(hetccl_vcomm *vc);
+hetcclResult_t hetccl_nccl_flavor_redop_create(hetccl_vcomm *vc, const hetccl_redop *r, hetcclDataType_t dt,
+                                               int *vendor_op);
+void hetccl_nccl_flavor_redop_destroy(hetccl_vcomm *vc, int vendor_op);
 
 #endif

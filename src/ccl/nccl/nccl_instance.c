@@ -31,6 +31,8 @@ const struct hetccl_vendor_ops hetccl_vendor_nccl = {
     .init = nccl_init,
     .run = hetccl_nccl_flavor_run,
     .destroy = hetccl_nccl_flavor_destroy,
+    .redop_create = hetccl_nccl_flavor_redop_create,
+    .redop_destroy = hetccl_nccl_flavor_redop_destroy,
 };
 
 hetcclResult_t hetccl_nccl_load(const struct hetccl_nccl **out) {

@@ -134,6 +134,10 @@ static hetcclResult_t nccl_redop(struct nccl_vcomm *vc, const struct hetccl_op *
     return hetccl_error(hetcclInternalError, "%s vendor: premul/postdiv with combine %d", vc->flavor->title, r->combine);
   if (r->premul && r->postdiv)
     return hetccl_error(hetcclInternalError, "%s vendor: premul and postdiv together", vc->flavor->title);
+  if (r->vendor_op > 0) { /* the application's operator, made with it */
+    *out = (ncclRedOp_t)(r->vendor_op - 1);
+    return hetcclSuccess;
+  }
   if (r->premul) {
     if (fp8(op->dtype))
       return hetccl_error(hetcclInvalidArgument, "%s supports no PreMulSum or Avg for fp8 %s (HetCCL emulates AllReduce, Reduce and ReduceScatter)",
@@ -388,6 +392,32 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
   for (int i = 0; i < nops; i++)
     if (needs_post_division(vc, &ops[i])) HETCCL_TRY(kernel_on_device(vc, ops[i].recvbuff, ops[i].recvbuff, &ops[i], HETCCL_REDUCE_FINISH));
   return hetcclSuccess;
+}
+
+/* The application's PreMulSum, made once in NCCL (ccl.h, redop_create).
+ * None where calls take another path: one rank (HetCCL's own scaling
+ * kernel, above) and fp8 (NCCL has no PreMulSum for it). */
+hetcclResult_t hetccl_nccl_flavor_redop_create(hetccl_vcomm *handle, const hetccl_redop *r, hetcclDataType_t dt,
+                                               int *vendor_op) {
+  struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
+  *vendor_op = 0;
+  if (vc->nranks == 1 || fp8(dt) || !r->premul) return hetcclSuccess;
+  uint64_t scalar = r->scalar; /* the element sits in the low bytes (little endian) */
+  ncclRedOp_t made;
+  if (r->scalar_at)
+    NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, (void *)r->scalar_at, (ncclDataType_t)dt, NCCL_SCALAR_DEVICE, vc->comm),
+             "ncclRedOpCreatePreMulSum");
+  else
+    NCCL_TRY(vc, vc->api->RedOpCreatePreMulSum(&made, &scalar, (ncclDataType_t)dt, NCCL_SCALAR_HOST_IMMEDIATE, vc->comm),
+             "ncclRedOpCreatePreMulSum");
+  *vendor_op = (int)made + 1;
+  return hetcclSuccess;
+}
+
+void hetccl_nccl_flavor_redop_destroy(hetccl_vcomm *handle, int vendor_op) {
+  struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
+  ncclResult_t r = vc->api->RedOpDestroy((ncclRedOp_t)(vendor_op - 1), vc->comm);
+  if (r != NCCL_SUCCESS) (void)hetccl_nccl_error(vc->api, vc->comm, r, "ncclRedOpDestroy");
 }
 
 void hetccl_nccl_flavor_destroy(hetccl_vcomm *handle) {

@@ -77,6 +77,8 @@ const struct hetccl_vendor_ops hetccl_vendor_rccl = {
     .init = rccl_init,
     .run = hetccl_nccl_flavor_run,
     .destroy = hetccl_nccl_flavor_destroy,
+    .redop_create = hetccl_nccl_flavor_redop_create,
+    .redop_destroy = hetccl_nccl_flavor_redop_destroy,
 };
 
 int hetccl_vendor_rccl_version(void) { return hetccl_nccl_flavor_version(&g_rccl_flavor); }
