@@ -75,5 +75,11 @@ hetcclResult_t hetccl_nccl_flavor_init(const struct hetccl_nccl_flavor *f, const
                                        hetccl_vcomm **out);
 hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *vc, const struct hetccl_op *ops, int nops);
 void hetccl_nccl_flavor_destroy(hetccl_vcomm *vc);
+/* The vendor op `entry` (ccl.h) of any flavor. */
+void *hetccl_nccl_flavor_entry(hetccl_vcomm *vc, const char *name, void **lib_comm, char *desc, size_t desc_size);
+/* The flavor's library's exported function `name`, loading the library on
+ * first use; NULL when there is no library or it lacks `name`. `desc` gets
+ * "NCCL 2.28.9 (/path)" or "no NCCL library (why)". */
+void *hetccl_nccl_flavor_symbol(const struct hetccl_nccl_flavor *f, const char *name, char *desc, size_t desc_size);
 
 #endif

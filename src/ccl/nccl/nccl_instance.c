@@ -31,6 +31,7 @@ const struct hetccl_vendor_ops hetccl_vendor_nccl = {
     .init = nccl_init,
     .run = hetccl_nccl_flavor_run,
     .destroy = hetccl_nccl_flavor_destroy,
+    .entry = hetccl_nccl_flavor_entry,
 };
 
 hetcclResult_t hetccl_nccl_load(const struct hetccl_nccl **out) {

@@ -77,6 +77,7 @@ const struct hetccl_vendor_ops hetccl_vendor_rccl = {
     .init = rccl_init,
     .run = hetccl_nccl_flavor_run,
     .destroy = hetccl_nccl_flavor_destroy,
+    .entry = hetccl_nccl_flavor_entry,
 };
 
 int hetccl_vendor_rccl_version(void) { return hetccl_nccl_flavor_version(&g_rccl_flavor); }
