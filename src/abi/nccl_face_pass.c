@@ -25,8 +25,8 @@ ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *across, 
   if (!d.has_entries) {
     char msg[1400];
     snprintf(msg, sizeof msg,
-             "this communicator's one domain runs on HetCCL's %s engine, not on " HETCCL_FACE_TITLE
-             ", and HetCCL has no such function of its own",
+             "this communicator's one domain is served by '%s', a collective library of HetCCL's own, not by "
+             HETCCL_FACE_TITLE ", and HetCCL has no such function",
              d.lib);
     return face_refuse(fn, msg);
   }
