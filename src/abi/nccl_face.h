@@ -81,10 +81,12 @@ ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t 
  * communicator of one domain: the entry point `fn` of the NCCL (or RCCL)
  * that IS that communicator, and its communicator there. Refused with
  * ncclInvalidUsage and a message when comm spans several domains (`across`
- * says why), when its one domain runs on HetCCL's built-in engine, or when
+ * says why), when its one domain runs on HetCCL's built-in engine (`what`
+ * names what HetCCL lacks there), or when
  * the library lacks `fn` (the message names the library and its version).
  */
-ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *across, void **entry, void **lib_comm);
+ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *what, const char *across, void **entry,
+                           void **lib_comm);
 /* The vendor library's own `fn` (no communicator: window handles, the
  * parameter API); NULL when there is none or it lacks `fn`, `desc` saying
  * which library was found. */

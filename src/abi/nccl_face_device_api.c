@@ -135,7 +135,7 @@ FACE_ALIAS(ncclCommQueryProperties)
 ncclResult_t pncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm) {
   FACE_GUARD(ncclDevCommCreate, comm, reqs, outDevComm);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclDevCommCreate", comm, k_no_device_api, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclDevCommCreate", comm, "device API", k_no_device_api, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(devcomm_create_fn, entry, (ncclComm_t)lc, reqs, outDevComm);
 }
@@ -144,7 +144,7 @@ FACE_ALIAS(ncclDevCommCreate)
 ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const void *devComm) {
   FACE_GUARD(ncclDevCommDestroy, comm, devComm);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclDevCommDestroy", comm, k_no_device_api, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclDevCommDestroy", comm, "device API", k_no_device_api, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(devcomm_destroy_fn, entry, (ncclComm_t)lc, devComm);
 }
@@ -194,7 +194,7 @@ ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, struct face_team 
                                               void *outReq) {
   FACE_GUARD(ncclGinBarrierCreateRequirement, comm, team, nBarriers, outHandle, outReq);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclGinBarrierCreateRequirement", comm, k_no_device_api, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclGinBarrierCreateRequirement", comm, "device API", k_no_device_api, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(gin_barrier_fn, entry, (ncclComm_t)lc, team, nBarriers, outHandle, outReq);
 }

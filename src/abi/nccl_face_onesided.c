@@ -11,6 +11,7 @@
  */
 #include "abi/nccl_face.h"
 
+static const char k_windows[] = "symmetric memory windows or one-sided operations";
 static const char k_no_windows[] =
     "symmetric memory windows and one-sided operations are not supported across domains (a window would span "
     "memory of different vendors); use collectives or send/recv";
@@ -28,7 +29,7 @@ FACE_API ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_
   FACE_GUARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
   void *entry, *lc;
   if (win) *win = NULL;
-  ncclResult_t r = face_passthru("ncclCommWindowRegister", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclCommWindowRegister", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(win_register_fn, entry, (ncclComm_t)lc, buff, size, win, winFlags);
 }
@@ -37,7 +38,7 @@ FACE_ALIAS(ncclCommWindowRegister)
 FACE_API ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   FACE_GUARD(ncclCommWindowDeregister, comm, win);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclCommWindowDeregister", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclCommWindowDeregister", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(win_deregister_fn, entry, (ncclComm_t)lc, win);
 }
@@ -47,7 +48,7 @@ FACE_API ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void
   FACE_GUARD(ncclWinGetUserPtr, comm, win, outUserPtr);
   void *entry, *lc;
   if (outUserPtr) *outUserPtr = NULL;
-  ncclResult_t r = face_passthru("ncclWinGetUserPtr", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclWinGetUserPtr", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(win_user_ptr_fn, entry, (ncclComm_t)lc, win, outUserPtr);
 }
@@ -59,7 +60,7 @@ FACE_API ncclResult_t pncclPutSignal(const void *localbuff, size_t count, ncclDa
   FACE_GUARD(ncclPutSignal, localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm,
              stream);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclPutSignal", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclPutSignal", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(put_signal_fn, entry, localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags,
                    (ncclComm_t)lc, stream);
@@ -70,7 +71,7 @@ FACE_API ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int fl
                                   cudaStream_t stream) {
   FACE_GUARD(ncclSignal, peer, sigIdx, ctx, flags, comm, stream);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclSignal", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclSignal", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(signal_fn, entry, peer, sigIdx, ctx, flags, (ncclComm_t)lc, stream);
 }
@@ -80,7 +81,7 @@ FACE_API ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDes
                                       cudaStream_t stream) {
   FACE_GUARD(ncclWaitSignal, nDesc, signalDescs, comm, stream);
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclWaitSignal", comm, k_no_windows, &entry, &lc);
+  ncclResult_t r = face_passthru("ncclWaitSignal", comm, k_windows, k_no_windows, &entry, &lc);
   if (r != ncclSuccess) return r;
   return FACE_PASS(wait_signal_fn, entry, nDesc, signalDescs, (ncclComm_t)lc, stream);
 }

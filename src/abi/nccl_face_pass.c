@@ -15,7 +15,8 @@ ncclResult_t face_lib_lacks(const char *fn, const char *desc) {
   return face_refuse(fn, msg);
 }
 
-ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *across, void **entry, void **lib_comm) {
+ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *what, const char *across, void **entry,
+                           void **lib_comm) {
   struct hetccl_face_domain d;
   *entry = NULL;
   *lib_comm = NULL;
@@ -26,8 +27,8 @@ ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *across, 
     char msg[1400];
     snprintf(msg, sizeof msg,
              "this communicator's one domain is served by '%s', a collective library of HetCCL's own, not by "
-             HETCCL_FACE_TITLE ", and HetCCL has no such function",
-             d.lib);
+             HETCCL_FACE_TITLE ", and HetCCL has no %s",
+             d.lib, what);
     return face_refuse(fn, msg);
   }
   if (!d.entry) return face_lib_lacks(fn, d.lib);

@@ -76,7 +76,7 @@ FACE_API ncclResult_t pncclAllReduceWithBias(const void *sendbuff, void *recvbuf
     return face_result(hetcclAllReduce(sendbuff, recvbuff, count, (hetcclDataType_t)datatype, (hetcclRedOp_t)op,
                                        (hetcclComm_t)(void *)comm, (hetcclStream_t)(void *)stream));
   void *entry, *lc;
-  ncclResult_t r = face_passthru("ncclAllReduceWithBias", comm,
+  ncclResult_t r = face_passthru("ncclAllReduceWithBias", comm, "fused bias add (pass acc = NULL and add it yourself)",
                                  "a bias (acc) is not supported across domains: call ncclAllReduce and add the bias "
                                  "yourself, or pass acc = NULL",
                                  &entry, &lc);
