@@ -113,7 +113,7 @@ typedef struct hetcclConfig_v22800 {
 } hetcclConfig_t;
 
 #define HETCCL_CONFIG_INITIALIZER {                                        \
-  sizeof(hetcclConfig_t), HETCCL_CONFIG_MAGIC, HETCCL_NCCL_VERSION_CODE,   \
+  sizeof(hetcclConfig_t), HETCCL_CONFIG_MAGIC, HETCCL_VERSION(2, 28, 9),   \
   HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
   HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
   HETCCL_CONFIG_UNDEF_PTR, HETCCL_CONFIG_UNDEF_INT,                        \
