@@ -1,14 +1,18 @@
 /*
  * hetcclCommSuspend / Resume / MemStats on cuda ranks, without a GPU: the
  * stand-in CUDA driver (test-tools/stand-in-cuda: HETCCL_CUDA_LIBRARY) and
- * the stand-in NCCL of an older version (test-tools/stand-in-quirky:
- * HETCCL_NCCL_LIBRARY, NCCL 2.18.7, without ncclCommSuspend), set by the test's
- * environment (tests/abi/CMakeLists.txt). Two layouts:
+ * a stand-in NCCL (HETCCL_NCCL_LIBRARY): one of NCCL 2.18.7, without
+ * ncclCommSuspend (test-tools/stand-in-quirky), or one of 2.30.7 with it
+ * (test-tools/stand-in-nccl-2.30; tests/abi/stand_in_nccl.c). Three jobs:
  *
- *  - cuda,cuda (one domain, served by the stand-in NCCL): suspend, resume
+ *  - cuda,cuda over 2.18.7 (one domain, the NCCL's communicator): suspend
  *    and memory statistics are refused with hetcclInvalidUsage naming
- *    ncclCommSuspend (... Resume, MemStats) and the NCCL version found, and
- *    the communicator still works after;
+ *    ncclCommSuspend / ncclCommMemStats and the NCCL version found, and the
+ *    communicator still works after;
+ *  - cuda,cuda over 2.30.7: passed through: MemStats gives the stand-in's
+ *    counts, a suspend with HETCCL_SUSPEND_MEM reaches it (its suspendable
+ *    bytes drop to 0), calls are refused while suspended, the resume
+ *    reaches it, and the AllReduce is right again;
  *  - cuda,host (two domains): the cuda rank's cross-domain AllReduce makes
  *    device scratch and staging (MemStats > 0); a suspend with
  *    HETCCL_SUSPEND_MEM drains the progress engine and frees them (0), an
@@ -82,6 +86,30 @@ static void one_domain(struct rank_state *s) {
   allreduce_ok(s, "one NCCL domain, after the refusals");
 }
 
+/* The 2.30.7 stand-in's counts (tests/abi/stand_in_nccl.c). */
+#define SI_SUSPENDABLE 4096u
+#define SI_PERSISTENT 512u
+
+static void one_domain_230(struct rank_state *s) {
+  allreduce_ok(s, "one NCCL 2.30.7 domain, before");
+  ht_case(s->ctx, stat_of(s, hetcclStatMemSuspend) == SI_SUSPENDABLE && stat_of(s, hetcclStatMemPersist) == SI_PERSISTENT &&
+                      stat_of(s, hetcclStatMemTotal) == SI_SUSPENDABLE + SI_PERSISTENT &&
+                      stat_of(s, hetcclStatMemSuspended) == 0,
+          "MemStats before the suspend are not the NCCL's own counts");
+  hetcclResult_t rc = hetcclCommSuspend(s->comm, HETCCL_SUSPEND_MEM);
+  if (!ht_case(s->ctx, rc == hetcclSuccess, "hetcclCommSuspend: %d: %s", (int)rc, hetcclGetLastError(NULL))) return;
+  ht_case(s->ctx, stat_of(s, hetcclStatMemSuspend) == 0 && stat_of(s, hetcclStatMemTotal) == SI_PERSISTENT &&
+                      stat_of(s, hetcclStatMemSuspended) == 1,
+          "the suspend (with HETCCL_SUSPEND_MEM) did not reach the NCCL");
+  void *buf = s->gpu ? (void *)s->dev : (void *)s->host;
+  rc = hetcclAllReduce(buf, buf, COUNT, hetcclFloat32, hetcclSum, s->comm, s->stream);
+  ht_case(s->ctx, rc == hetcclInvalidUsage, "AllReduce while suspended: %d, want hetcclInvalidUsage", (int)rc);
+  rc = hetcclCommResume(s->comm);
+  ht_case(s->ctx, rc == hetcclSuccess, "hetcclCommResume: %d: %s", (int)rc, hetcclGetLastError(NULL));
+  ht_case(s->ctx, stat_of(s, hetcclStatMemSuspend) == SI_SUSPENDABLE, "the resume did not reach the NCCL");
+  allreduce_ok(s, "one NCCL 2.30.7 domain, after the resume");
+}
+
 static void two_domains(struct rank_state *s) {
   allreduce_ok(s, "two domains, before");
   uint64_t held = stat_of(s, hetcclStatMemSuspend);
@@ -101,8 +129,22 @@ static void two_domains(struct rank_state *s) {
   ht_case(s->ctx, stat_of(s, hetcclStatMemSuspend) > 0, "no memory held after the resumed AllReduce");
 }
 
+struct job {
+  struct gpu_layout layout;
+  const char *nccl; /* the stand-in NCCL's file */
+  int v230;
+};
+
+static void job_env(int rank, int nranks, void *arg) {
+  struct job *j = arg;
+  gpu_layout_env(rank, nranks, &j->layout);
+  setenv("HETCCL_CUDA_LIBRARY", HETCCL_TEST_STAND_IN_CUDA, 1);
+  setenv("HETCCL_NCCL_LIBRARY", j->nccl, 1);
+}
+
 static int rank_main(ht_ctx *ctx, void *arg) {
-  const struct gpu_layout *l = arg;
+  const struct job *j = arg;
+  const struct gpu_layout *l = &j->layout;
   struct rank_state s = {.ctx = ctx, .device = l->gpu[ctx->rank]};
   s.gpu = l->kind[ctx->rank] == GPU_LAYOUT_CUDA;
   D = hetccl_device_get(s.gpu ? HETCCL_DEVICE_CUDA : HETCCL_DEVICE_HOST);
@@ -122,7 +164,8 @@ static int rank_main(ht_ctx *ctx, void *arg) {
   if (!ht_case(ctx, rc == hetcclSuccess, "hetcclCommInitRank: %d: %s", (int)rc, hetcclGetLastError(NULL))) return 1;
   int gpus_only = 1;
   for (int r = 0; r < l->nranks; r++) gpus_only &= l->kind[r] == GPU_LAYOUT_CUDA;
-  if (gpus_only) one_domain(&s);
+  if (gpus_only && j->v230) one_domain_230(&s);
+  else if (gpus_only) one_domain(&s);
   else two_domains(&s);
   ht_case(ctx, hetcclCommDestroy(s.comm) == hetcclSuccess, "hetcclCommDestroy: %s", hetcclGetLastError(NULL));
   if (s.gpu) {
@@ -134,18 +177,26 @@ static int rank_main(ht_ctx *ctx, void *arg) {
 }
 
 int main(void) {
-  static const char *layouts[] = {"cuda,cuda", "cuda,host"};
-  for (int i = 0; i < 2; i++) {
-    static struct gpu_layout l;
-    char err[256], name[128];
-    if (gpu_layout_parse(&l, layouts[i], err, sizeof err) != 0 || gpu_layout_assign(&l, 8, err, sizeof err) != 0) {
-      printf("FAIL: layout %s: %s\n", layouts[i], err);
+  static const struct {
+    const char *layout, *nccl;
+    int v230;
+  } runs[] = {{"cuda,cuda", HETCCL_TEST_STAND_IN_NCCL_OLD, 0},
+              {"cuda,cuda", HETCCL_TEST_STAND_IN_NCCL_230, 1},
+              {"cuda,host", HETCCL_TEST_STAND_IN_NCCL_OLD, 0}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    static struct job j;
+    char err[256], name[160];
+    j.nccl = runs[i].nccl;
+    j.v230 = runs[i].v230;
+    if (gpu_layout_parse(&j.layout, runs[i].layout, err, sizeof err) != 0 ||
+        gpu_layout_assign(&j.layout, 8, err, sizeof err) != 0) {
+      printf("FAIL: layout %s: %s\n", runs[i].layout, err);
       ht_tally(0, 1);
       continue;
     }
-    snprintf(name, sizeof name, "suspend on stand-ins: %s", layouts[i]);
-    struct ht_job job = {.name = name, .nranks = l.nranks, .timeout_s = 120, .env = gpu_layout_env, .env_arg = &l};
-    ht_job_run(&job, rank_main, &l);
+    snprintf(name, sizeof name, "suspend on stand-ins: %s, NCCL %s", runs[i].layout, runs[i].v230 ? "2.30.7" : "2.18.7");
+    struct ht_job job = {.name = name, .nranks = j.layout.nranks, .timeout_s = 120, .env = job_env, .env_arg = &j};
+    ht_job_run(&job, rank_main, &j);
     printf("%s: %u cases, %u failed, %.1f s\n", job.name, job.ncases, job.nfailed, job.seconds);
   }
   return ht_finish();
