@@ -52,10 +52,10 @@ static ncclResult_t nccl_param_fn(const char *fn, const char *key, void **entry)
   char desc[1200], why[1400];
   *entry = face_lib_symbol(fn, desc, sizeof desc);
   if (*entry) return ncclSuccess;
-  snprintf(why, sizeof why,
-           "%s%s%sthe " HETCCL_FACE_TITLE " found, %s, has no parameter API (NCCL 2.30.4 added it); HetCCL answers "
-           "only its own HETCCL_* keys",
-           key ? "key " : "", key ? key : "", key ? " is not HetCCL's, and " : "", desc);
+  int none = !strncmp(desc, "no ", 3); /* no library at all, rather than one without the API */
+  snprintf(why, sizeof why, "%s%s%s%s%s%s; HetCCL answers only its own HETCCL_* keys", key ? "key " : "", key ? key : "",
+           key ? " is not HetCCL's, and " : "", none ? "there is " : "the " HETCCL_FACE_TITLE " found, ", desc,
+           none ? " to ask" : ", has no parameter API (NCCL 2.30.4 added it)");
   return face_refuse(fn, why);
 }
 

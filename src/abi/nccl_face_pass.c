@@ -6,12 +6,16 @@
  * answer is the right one; HetCCL never guesses at it.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "abi/nccl_face.h"
 
 ncclResult_t face_lib_lacks(const char *fn, const char *desc) {
   char msg[1400];
-  snprintf(msg, sizeof msg, "the " HETCCL_FACE_TITLE " found, %s, does not have it (it is NCCL 2.30.7's)", desc);
+  if (!strncmp(desc, "no ", 3)) /* no library at all */
+    snprintf(msg, sizeof msg, "HetCCL has no such function of its own, and there is %s to pass it to", desc);
+  else
+    snprintf(msg, sizeof msg, "the " HETCCL_FACE_TITLE " found, %s, does not have it (it is NCCL 2.30.7's)", desc);
   return face_refuse(fn, msg);
 }
 
