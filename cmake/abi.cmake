@@ -2,9 +2,10 @@
 # libhetccl.so (src/abi/README.md). One set of face sources; each face is
 # one hetccl_add_face() call giving what differs between vendors (library
 # name, soname version, file version, export map, install folder, the name
-# in messages). lib/libnccl.so.2 (NCCL 2.28.9's API) and lib/librccl.so.1
-# (RCCL's API: NCCL's names plus ncclAllToAll/ncclAllToAllv, version code
-# 2.22.3, RCCL's ncclConfig_t read by its size).
+# in messages). lib/libnccl.so.2 (NCCL 2.30.7's API) and lib/librccl.so.1
+# (RCCL 2.30.4's API: NCCL's names plus ncclAlltoAllv, ncclAllToAll,
+# ncclAllToAllv, ncclAllReduceWithBias and the msccl* no-ops; NCCL's
+# ncclConfig_t read by its size).
 #
 # Include from the top-level CMakeLists.txt after the hetccl target:
 #   include(cmake/abi.cmake)
@@ -88,7 +89,7 @@ endfunction()
 hetccl_add_face(nccl_face
   NAME nccl
   SOVERSION 2
-  VERSION 2.28.9
+  VERSION 2.30.7
   TITLE "NCCL"
   MAP ${CMAKE_SOURCE_DIR}/src/abi/nccl_face.map
   INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl
@@ -96,13 +97,12 @@ hetccl_add_face(nccl_face
   PKGCONFIG ${CMAKE_SOURCE_DIR}/cmake/hetccl-nccl.pc.in)
 
 # RCCL's face. RCCL reports the NCCL base version it follows, not ROCm's:
-# 2.22.3 is the RCCL of ROCm 6.3 and 6.4 (its ncclGetVersion gives 22203),
-# the newest RCCL whose API the face's names cover (NCCL's 2.28 names are a
-# superset; RCCL's own extras come from HETCCL_FACE_RCCL).
+# 2.30.4 is the RCCL of ROCm 7.x (its ncclGetVersion gives 23004); it has
+# every name of NCCL 2.30's API plus its own extras (HETCCL_FACE_RCCL).
 hetccl_add_face(rccl_face
   NAME rccl
   SOVERSION 1
-  VERSION 2.22.3
+  VERSION 2.30.4
   TITLE "RCCL"
   MAP ${CMAKE_SOURCE_DIR}/src/abi/rccl_face.map
   INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/hetccl

@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,7 +21,9 @@ extern "C" {
 #define HETCCL_MINOR 1
 #define HETCCL_PATCH 0
 /* The NCCL version whose API this library speaks (reported by the NCCL face). */
-#define HETCCL_NCCL_VERSION_CODE 22809
+#define HETCCL_NCCL_VERSION_CODE 23007
+/* The RCCL version whose API the RCCL face (librccl.so.1) speaks. */
+#define HETCCL_RCCL_VERSION_CODE 23004
 #define HETCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
 #define HETCCL_VERSION_CODE HETCCL_VERSION(HETCCL_MAJOR, HETCCL_MINOR, HETCCL_PATCH)
 
@@ -42,8 +45,7 @@ typedef enum {
   hetcclInvalidUsage = 5,
   hetcclRemoteError = 6,
   hetcclInProgress = 7,
-  /* NCCL 2.28.9's nccl.h ends at InProgress; Timeout follows as in later NCCL. */
-  hetcclTimeout = 8,
+  hetcclTimeout = 8, /* NCCL's ncclTimeout (2.30.3) */
   hetcclNumResults = 9
 } hetcclResult_t;
 
@@ -111,7 +113,7 @@ typedef struct hetcclConfig_v22800 {
 } hetcclConfig_t;
 
 #define HETCCL_CONFIG_INITIALIZER {                                        \
-  sizeof(hetcclConfig_t), HETCCL_CONFIG_MAGIC, HETCCL_NCCL_VERSION_CODE,   \
+  sizeof(hetcclConfig_t), HETCCL_CONFIG_MAGIC, HETCCL_VERSION(2, 28, 9),   \
   HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
   HETCCL_CONFIG_UNDEF_INT, HETCCL_CONFIG_UNDEF_INT,                        \
   HETCCL_CONFIG_UNDEF_PTR, HETCCL_CONFIG_UNDEF_INT,                        \
@@ -228,6 +230,52 @@ hetcclResult_t hetcclMemFree(void *ptr);
  * one level; the operations then run at the outermost hetcclGroupEnd.
  */
 hetcclResult_t hetcclGroupSimulateEnd(float *estimatedTime);
+
+/* ---- NCCL 2.29.7 / 2.30.4 additions (used by the faces). ---- */
+
+/* hetcclCommSuspend flags: also release the memory HetCCL (and the
+ * domain's vendor library) keeps for the communicator's operations. */
+#define HETCCL_SUSPEND_MEM 0x01
+/*
+ * Suspends a communicator: every collective or point-to-point call on it
+ * is refused (hetcclInvalidUsage) until hetcclCommResume. With
+ * HETCCL_SUSPEND_MEM the scratch and staging memory HetCCL holds for it is
+ * freed (it grows again at first use after the resume) and the domain's
+ * NCCL or RCCL is suspended too. Not inside a group. One domain served by
+ * NCCL or RCCL without ncclCommSuspend: refused, naming the version found.
+ */
+hetcclResult_t hetcclCommSuspend(hetcclComm_t comm, int flags);
+hetcclResult_t hetcclCommResume(hetcclComm_t comm);
+typedef enum {
+  hetcclStatMemSuspend = 0,   /* bytes held that a suspend releases */
+  hetcclStatMemSuspended = 1, /* 1 while suspended */
+  hetcclStatMemPersist = 2,   /* bytes held that stay while suspended */
+  hetcclStatMemTotal = 3
+} hetcclCommMemStat_t;
+/* HetCCL's own memory for the communicator (device memory and pinned
+ * staging on GPU ranks, host memory on host ranks) plus what the domain's
+ * NCCL or RCCL reports when it has ncclCommMemStats. */
+hetcclResult_t hetcclCommMemStats(hetcclComm_t comm, hetcclCommMemStat_t stat, uint64_t *value);
+
+/*
+ * HetCCL's settings by name (the HETCCL_* variables of every settings
+ * table, docs/ENV.md): the value in force, as hetccl-info prints it. A
+ * handle lives as long as the process.
+ */
+typedef struct hetccl_param *hetcclParamHandle_t;
+typedef enum {
+  hetcclParamInt = 0,    /* an integer (bytes counts included) */
+  hetcclParamChoice = 1, /* one word of a list: text, and its index as an integer */
+  hetcclParamText = 2    /* free text */
+} hetcclParamKind_t;
+hetcclResult_t hetcclParamBind(hetcclParamHandle_t *out, const char *key);
+hetcclResult_t hetcclParamKind(hetcclParamHandle_t h, hetcclParamKind_t *kind);
+/* Int and Choice; Text is refused (hetcclInvalidArgument). */
+hetcclResult_t hetcclParamGetInt(hetcclParamHandle_t h, int64_t *out);
+/* The value as text, "" when unset; *len (when not NULL) its length. */
+hetcclResult_t hetcclParamGetString(hetcclParamHandle_t h, char *buf, size_t size, size_t *len);
+/* Every key, in hetccl-info's order; the table lives as long as the process. */
+hetcclResult_t hetcclParamKeys(const char *const **keys, int *count);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,12 @@
 /*
- * nccl.h as shipped with HetCCL: the NCCL 2.28 API, served by HetCCL's
+ * nccl.h as shipped with HetCCL: the NCCL 2.30 API, served by HetCCL's
  * libnccl.so.2 (a thin layer over libhetccl.so).
  *
  * Names, numeric values, struct layouts and the version encoding are those
- * of NCCL 2.28.9, so a program built against this header runs on the real
- * NCCL too, and one built against NVIDIA's header runs on HetCCL. The text
- * is HetCCL's own. docs/NCCL_COMPAT.md says what each function does here.
+ * of NCCL 2.30.7, so a program built against this header runs on the real
+ * NCCL too, and one built against NVIDIA's header (2.30.7 or older) runs on
+ * HetCCL. The text is HetCCL's own. docs/NCCL_COMPAT.md says what each
+ * function does here, in a communicator of one domain and across domains.
  *
  * CUDA is optional: cuda_runtime.h is included when the compiler finds it,
  * unless HETCCL_NCCL_NO_CUDA_RUNTIME is defined; otherwise cudaStream_t is
@@ -17,6 +18,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #if !defined(HETCCL_NCCL_NO_CUDA_RUNTIME) && defined(__has_include)
 #if __has_include(<cuda_runtime.h>)
@@ -33,13 +35,13 @@ typedef struct CUstream_st *cudaStream_t;
 #define HETCCL_NCCL_FACE 1
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 30
+#define NCCL_PATCH 7
 #define NCCL_SUFFIX ""
 /* Versions up to 2.8 were encoded X*1000+Y*100+Z, later ones X*10000+Y*100+Z. */
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23007
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,8 +63,8 @@ typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-/* Results. HetCCL may also return 8 (HETCCL_NCCL_TIMEOUT), its timeout code,
- * which NCCL 2.28.9 does not define; ncclGetErrorString(8) names it. */
+/* Results. ncclTimeout (8, new in NCCL 2.30.3) is what HetCCL returns when a
+ * wait for a peer ran past HETCCL_TIMEOUT_MS. */
 typedef enum {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
@@ -72,18 +74,24 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8,
+  ncclNumResults = 9
 } ncclResult_t;
-#define HETCCL_NCCL_TIMEOUT ((ncclResult_t)8)
+/* The name older HetCCL headers gave code 8. */
+#define HETCCL_NCCL_TIMEOUT ncclTimeout
 
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT -1.0f
 
+/* The magic of every versioned struct (configs, properties, requirements). */
+#define NCCL_API_MAGIC 0xcafebeef
+
 /* Window flags (ncclCommWindowRegister). */
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /* CTA policies (config.CTAPolicy; accepted and ignored by HetCCL). */
@@ -98,13 +106,18 @@ typedef enum {
 /* ncclCommRevoke flags (none defined yet: pass 0). */
 #define NCCL_REVOKE_DEFAULT 0x00
 
+/* ncclCommSuspend flags: release the communicator's dynamic memory. */
+#define NCCL_SUSPEND_MEM 0x01
+
 /*
  * Communicator configuration. The first three fields describe the struct
  * itself; fields are only ever appended, and the library reads `size` bytes
  * and no more, so a program built against an older header keeps working.
- * Start from NCCL_CONFIG_INITIALIZER and change what you need.
+ * Start from NCCL_CONFIG_INITIALIZER and change what you need. The last
+ * four fields are NCCL 2.29's and 2.30's (docs/NCCL_COMPAT.md says which
+ * HetCCL honours); a 2.28 program's 80-byte config is read as such.
  */
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23000 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -122,16 +135,20 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  int graphUsageMode;
+  int numRmaCtx;
+  int maxP2pPeers;
+  int graphStreamOrdering;
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER {                                      \
-  sizeof(ncclConfig_t), 0xcafebeef,                                    \
-  NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),                    \
+  sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE,             \
   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, \
   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, \
   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
-  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                         \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
+  NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT  \
 }
 
 /* What ncclGroupSimulateEnd reports (HetCCL: estimatedTime stays undefined). */
@@ -143,8 +160,27 @@ typedef struct ncclSimInfo_v22200 {
 } ncclSimInfo_t;
 
 #define NCCL_SIM_INFO_INITIALIZER { \
-  sizeof(ncclSimInfo_t), 0x74685283, \
-  NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+  sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
+
+/* What ncclCommMemStats reports. */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* bytes the communicator holds that ncclCommSuspend can release */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended, else 0 */
+  ncclStatGpuMemPersist = 2,   /* bytes it holds that stay while suspended */
+  ncclStatGpuMemTotal = 3      /* both together */
+} ncclCommMemStat_t;
+
+/* One entry of ncclWaitSignal: wait for opCnt signals from peer on
+ * signal sigIdx of context ctx. */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+
+/* A parameter of the library, found by its name (ncclParamBind). */
+typedef struct ncclParamHandle *ncclParamHandle_t;
 
 /* Reduction operators; ops made by ncclRedOpCreatePreMulSum are numbered
  * from ncclNumOps up. The dummy enum makes ncclMaxRedOp fit any enum size. */
@@ -234,6 +270,17 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myran
 ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds,
                                        ncclConfig_t *config);
 
+/* Growing a communicator: an id for the ranks to add (made by rank 0 of
+ * comm), then ncclCommGrow on every rank old and new: existing ranks pass
+ * comm and rank -1 (rank 0 also the id, the others NULL); new ranks pass a
+ * NULL comm, the id and their rank in the grown communicator. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank, ncclComm_t *newcomm,
+                          ncclConfig_t *config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank, ncclComm_t *newcomm,
+                           ncclConfig_t *config);
+
 /* Errors: the text of a code, and the last error message of this thread. */
 const char *ncclGetErrorString(ncclResult_t result);
 const char *pncclGetErrorString(ncclResult_t result);
@@ -259,10 +306,21 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, vo
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle);
+
+/* Suspend (no operation until resumed; NCCL_SUSPEND_MEM also releases the
+ * communicator's dynamic memory), resume, and memory statistics. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
 ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr);
 
 /* PreMulSum: sum of each rank's input multiplied by `scalar` (of `datatype`). */
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
@@ -321,6 +379,20 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream);
 
+/* One-sided: write count elements to peer's window peerWin at byte offset
+ * peerWinOffset and raise its signal sigIdx of context ctx (flags: 0);
+ * a signal alone; wait for signals. */
+ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer, ncclWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags,
+                            ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream);
+
 /* Groups: calls between GroupStart and GroupEnd run together at GroupEnd. */
 ncclResult_t ncclGroupStart(void);
 ncclResult_t pncclGroupStart(void);
@@ -328,6 +400,43 @@ ncclResult_t ncclGroupEnd(void);
 ncclResult_t pncclGroupEnd(void);
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo);
+
+/*
+ * Parameters by name: HetCCL's HETCCL_* settings, and NCCL's own NCCL_*
+ * ones where the NCCL underneath has this API. A handle (ncclParamBind)
+ * lives as long as the process; typed reads refuse a value that is not of
+ * the type asked; strings returned stay valid until the next call of the
+ * same function on the same thread.
+ */
+ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key);
+ncclResult_t pncclParamBind(ncclParamHandle_t *out, const char *key);
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t *out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t *out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t *out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t *out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t *out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t *out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t *out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t *out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t *out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t *out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t *out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t *out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t *out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t *out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t *out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t *out);
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char **out);
+/* The value's bytes (integers: 8 bytes; strings: with their NUL) into out, at most maxLen; *len: its length. */
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len);
+ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen);
+ncclResult_t pncclParamGetParameter(const char *key, const char **value, int *valueLen);
+ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char ***table, int *tableLen);
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * The NCCL face: libnccl.so.2 exporting NCCL 2.28's API over libhetccl.so.
+ * The NCCL face: libnccl.so.2 exporting NCCL 2.30's API over libhetccl.so.
  * Shared by the face's sources only.
  *
  * Every entry point is defined as pnccl<Name> and exported; nccl<Name> is
@@ -75,5 +75,39 @@ ncclResult_t face_invalid(const char *fn, const char *what);
  * (a newer header) are ignored. *use is NULL for a NULL config, else `out`.
  */
 ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t *out, hetcclConfig_t **use);
+
+/*
+ * Pass-through of a call HetCCL gives no meaning of its own in a
+ * communicator of one domain: the entry point `fn` of the NCCL (or RCCL)
+ * that IS that communicator, and its communicator there. Refused with
+ * ncclInvalidUsage and a message when comm spans several domains (`across`
+ * says why), when its one domain runs on HetCCL's built-in engine (`what`
+ * names what HetCCL lacks there), or when
+ * the library lacks `fn` (the message names the library and its version).
+ */
+ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *what, const char *across, void **entry,
+                           void **lib_comm);
+/* The vendor library's own `fn` (no communicator: window handles, the
+ * parameter API); NULL when there is none or it lacks `fn`, `desc` saying
+ * which library was found. */
+void *face_lib_symbol(const char *fn, char *desc, size_t desc_size);
+/* A refusal naming the library found (desc) that lacks `fn`. */
+ncclResult_t face_lib_lacks(const char *fn, const char *desc);
+
+/* Calls an entry point got from the two above, marked as inside that
+ * library (its own calls to names this face exports go back to it). */
+#define FACE_PASS(type, entry, ...)                                      \
+  __extension__({                                                        \
+    hetcclInternalNcclRealEnter((const void *)(entry));                  \
+    __typeof__(((type)(entry))(__VA_ARGS__)) face_pass_r_ = ((type)(entry))(__VA_ARGS__); \
+    hetcclInternalNcclRealLeave();                                       \
+    face_pass_r_;                                                        \
+  })
+
+#ifdef HETCCL_FACE_RCCL
+#define HETCCL_FACE_IS_RCCL 1
+#else
+#define HETCCL_FACE_IS_RCCL 0
+#endif
 
 #endif

@@ -14,8 +14,14 @@ _Static_assert(sizeof(ncclResult_t) == sizeof(hetcclResult_t), "result size");
 _Static_assert(sizeof(ncclDataType_t) == sizeof(hetcclDataType_t), "datatype size");
 _Static_assert(sizeof(ncclRedOp_t) == sizeof(hetcclRedOp_t), "redop size");
 _Static_assert(sizeof(ncclScalarResidence_t) == sizeof(hetcclScalarResidence_t), "residence size");
-_Static_assert((int)ncclInProgress == (int)hetcclInProgress && (int)HETCCL_NCCL_TIMEOUT == (int)hetcclTimeout,
+_Static_assert((int)ncclInProgress == (int)hetcclInProgress && (int)ncclTimeout == (int)hetcclTimeout &&
+                   (int)ncclNumResults == (int)hetcclNumResults,
                "result values");
+_Static_assert((int)ncclStatGpuMemSuspend == (int)hetcclStatMemSuspend &&
+                   (int)ncclStatGpuMemSuspended == (int)hetcclStatMemSuspended &&
+                   (int)ncclStatGpuMemPersist == (int)hetcclStatMemPersist &&
+                   (int)ncclStatGpuMemTotal == (int)hetcclStatMemTotal && NCCL_SUSPEND_MEM == HETCCL_SUSPEND_MEM,
+               "suspend flags and memory statistics");
 _Static_assert((int)ncclFloat8e5m2 == (int)hetcclFloat8e5m2 && (int)ncclBfloat16 == (int)hetcclBfloat16 &&
                    (int)ncclNumTypes == (int)hetcclNumTypes,
                "datatype values");
@@ -31,7 +37,9 @@ _Static_assert(NCCL_SPLIT_NOCOLOR == HETCCL_SPLIT_NOCOLOR && NCCL_CONFIG_UNDEF_I
                "config constants");
 _Static_assert(NCCL_SHRINK_ABORT == HETCCL_SHRINK_ABORT && NCCL_SHRINK_DEFAULT == HETCCL_SHRINK_DEFAULT,
                "shrink flags");
-_Static_assert(sizeof(ncclConfig_t) == sizeof(hetcclConfig_t), "config size");
+/* hetcclConfig_t is NCCL 2.28's layout: a prefix of 2.30's ncclConfig_t
+ * (96 bytes), whose four later fields the face reads itself. */
+_Static_assert(sizeof(ncclConfig_t) == 96 && sizeof(hetcclConfig_t) == 80, "config sizes");
 #define SAME_OFFSET(f) _Static_assert(offsetof(ncclConfig_t, f) == offsetof(hetcclConfig_t, f), "config field " #f)
 SAME_OFFSET(magic);
 SAME_OFFSET(version);
@@ -42,6 +50,7 @@ SAME_OFFSET(commName);
 SAME_OFFSET(shrinkShare);
 SAME_OFFSET(nvlinkCentricSched);
 #undef SAME_OFFSET
+_Static_assert(offsetof(ncclConfig_t, graphUsageMode) == sizeof(hetcclConfig_t), "2.29's fields follow 2.28's");
 
 #define CONFIG_MAGIC 0xcafebeefu
 
@@ -86,7 +95,8 @@ ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t 
       FIELD_END(cgaClusterSize), FIELD_END(minCTAs),     FIELD_END(maxCTAs),    FIELD_END(netName),
       FIELD_END(splitShare),   FIELD_END(trafficClass),  FIELD_END(commName),   FIELD_END(collnetEnable),
       FIELD_END(CTAPolicy),    FIELD_END(shrinkShare),   FIELD_END(nvlsCTAs),   FIELD_END(nChannelsPerNetPeer),
-      FIELD_END(nvlinkCentricSched)};
+      FIELD_END(nvlinkCentricSched), FIELD_END(graphUsageMode), FIELD_END(numRmaCtx), FIELD_END(maxP2pPeers),
+      FIELD_END(graphStreamOrdering)};
   const hetcclConfig_t defaults = HETCCL_CONFIG_INITIALIZER;
   char msg[256];
   *out = defaults;
@@ -116,7 +126,13 @@ ncclResult_t face_config(const char *fn, const ncclConfig_t *in, hetcclConfig_t 
   size_t copy = 0;
   for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
     if (ends[i] <= size) copy = ends[i];
-  memcpy(out, in, copy);
+  /* HetCCL's config holds the fields up to nvlinkCentricSched (2.28's).
+   * NCCL 2.29's and 2.30's later ones (graphUsageMode, numRmaCtx,
+   * maxP2pPeers, graphStreamOrdering) tune NCCL's CUDA-graph use, one-sided
+   * contexts and p2p connections, none of which HetCCL has: read by size
+   * like the others (a 2.28 program's 80-byte config never reaches them)
+   * and ignored (docs/NCCL_COMPAT.md). */
+  memcpy(out, in, copy < sizeof *out ? copy : sizeof *out);
   /* Now a complete config of this library's version. The pointers it may
    * carry (netName, commName) are never dereferenced. */
   out->size = sizeof *out;

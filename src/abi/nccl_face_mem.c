@@ -1,5 +1,5 @@
 /*
- * NCCL face: buffer registration, symmetric windows and communication memory.
+ * NCCL face: buffer registration and communication memory.
  */
 #include "abi/nccl_face.h"
 
@@ -17,25 +17,7 @@ FACE_API ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle) {
 }
 FACE_ALIAS(ncclCommDeregister)
 
-/* Symmetric windows back NCCL's symmetric kernels and its device API,
- * neither of which HetCCL has: refused, so callers fall back to plain
- * buffers (PyTorch does). */
-FACE_API ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
-                                              int winFlags) {
-  FACE_GUARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
-  if (win) *win = NULL;
-  return face_refuse("ncclCommWindowRegister",
-                     "symmetric memory windows are not supported by HetCCL yet; use ordinary buffers "
-                     "(optionally ncclCommRegister)");
-}
-FACE_ALIAS(ncclCommWindowRegister)
-
-FACE_API ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  FACE_GUARD(ncclCommWindowDeregister, comm, win);
-  return face_refuse("ncclCommWindowDeregister",
-                     "symmetric memory windows are not supported by HetCCL yet (no window can exist)");
-}
-FACE_ALIAS(ncclCommWindowDeregister)
+/* Symmetric windows: nccl_face_onesided.c. */
 
 FACE_API ncclResult_t pncclMemAlloc(void **ptr, size_t size) {
   FACE_GUARD(ncclMemAlloc, ptr, size);

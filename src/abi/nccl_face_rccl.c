@@ -3,16 +3,20 @@
  * (librccl.so.1: hetccl_add_face() sets HETCCL_FACE_RCCL). The NCCL face
  * compiles this file to nothing, so libnccl.so.2 keeps NCCL's names only.
  *
- *  - ncclAllToAll: RCCL's spelling (capital T) of NCCL's ncclAlltoAll;
- *    same arguments, same meaning.
- *  - ncclAllToAllv: counts and displacements in elements, one entry per
+ *  - ncclAllToAll: RCCL's older spelling (capital T) of NCCL's
+ *    ncclAlltoAll; same arguments, same meaning.
+ *  - ncclAlltoAllv (RCCL 2.30's spelling) and ncclAllToAllv (its older,
+ *    deprecated one): counts and displacements in elements, one entry per
  *    peer, as hetcclAlltoAllv takes them.
+ *  - ncclAllReduceWithBias: AllReduce, then `acc` (count elements of the
+ *    same type, on every rank) added to the result. A NULL acc is a plain
+ *    AllReduce. With an acc: passed through to RCCL in a communicator of
+ *    one RCCL domain; elsewhere refused (HetCCL has no fused bias add).
  *  - mscclLoadAlgo, mscclRunAlgo, mscclUnloadAlgo: RCCL's MSCCL algorithm
- *    interface (meant for an MSCCL scheduler, not end users). HetCCL runs
- *    no MSCCL algorithms: each is refused with ncclInvalidUsage and a
- *    message, so a program linked against RCCL still loads.
+ *    interface. Since RCCL 2.28.3 they are no-ops that return success, and
+ *    so they are here (HetCCL runs no MSCCL algorithms).
  *
- * Both are pnccl<Name> with nccl<Name> a weak alias, and start with the
+ * All are pnccl<Name> with nccl<Name> a weak alias, and start with the
  * guard: a call from the real RCCL (which calls its own exported names
  * through the dynamic linker, as NCCL does) goes back to that RCCL.
  */
@@ -27,6 +31,11 @@ ncclResult_t pncclAllToAll(const void *sendbuff, void *recvbuff, size_t count, n
 ncclResult_t pncclAllToAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[], void *recvbuff,
                             const size_t recvcounts[], const size_t rdispls[], ncclDataType_t datatype,
                             ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[], void *recvbuff,
+                            const size_t recvcounts[], const size_t rdispls[], ncclDataType_t datatype,
+                            ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllReduceWithBias(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void *acc);
 
 FACE_API ncclResult_t pncclAllToAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
@@ -46,6 +55,36 @@ FACE_API ncclResult_t pncclAllToAllv(const void *sendbuff, const size_t sendcoun
 }
 FACE_ALIAS(ncclAllToAllv)
 
+FACE_API ncclResult_t pncclAlltoAllv(const void *sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                     void *recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  FACE_GUARD(ncclAlltoAllv, sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream);
+  return face_result(hetcclAlltoAllv(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls,
+                                     (hetcclDataType_t)datatype, (hetcclComm_t)(void *)comm,
+                                     (hetcclStream_t)(void *)stream));
+}
+FACE_ALIAS(ncclAlltoAllv)
+
+typedef ncclResult_t (*bias_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t,
+                                const void *);
+
+FACE_API ncclResult_t pncclAllReduceWithBias(const void *sendbuff, void *recvbuff, size_t count,
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             cudaStream_t stream, const void *acc) {
+  FACE_GUARD(ncclAllReduceWithBias, sendbuff, recvbuff, count, datatype, op, comm, stream, acc);
+  if (!acc)
+    return face_result(hetcclAllReduce(sendbuff, recvbuff, count, (hetcclDataType_t)datatype, (hetcclRedOp_t)op,
+                                       (hetcclComm_t)(void *)comm, (hetcclStream_t)(void *)stream));
+  void *entry, *lc;
+  ncclResult_t r = face_passthru("ncclAllReduceWithBias", comm, "fused bias add (pass acc = NULL and add it yourself)",
+                                 "a bias (acc) is not supported across domains: call ncclAllReduce and add the bias "
+                                 "yourself, or pass acc = NULL",
+                                 &entry, &lc);
+  if (r != ncclSuccess) return r;
+  return FACE_PASS(bias_fn, entry, sendbuff, recvbuff, count, datatype, op, (ncclComm_t)lc, stream, acc);
+}
+FACE_ALIAS(ncclAllReduceWithBias)
+
 typedef int mscclAlgoHandle_t;
 ncclResult_t pmscclLoadAlgo(const char *mscclAlgoFilePath, mscclAlgoHandle_t *mscclAlgoHandle, int rank);
 ncclResult_t pmscclRunAlgo(const void *sendBuff, const size_t sendCounts[], const size_t sDisPls[], void *recvBuff,
@@ -54,11 +93,10 @@ ncclResult_t pmscclRunAlgo(const void *sendBuff, const size_t sendCounts[], cons
                            cudaStream_t stream);
 ncclResult_t pmscclUnloadAlgo(mscclAlgoHandle_t mscclAlgoHandle);
 
-#define NO_MSCCL "HetCCL runs no MSCCL algorithms (RCCL's MSCCL interface is not supported)"
 
 FACE_API ncclResult_t pmscclLoadAlgo(const char *mscclAlgoFilePath, mscclAlgoHandle_t *mscclAlgoHandle, int rank) {
   FACE_GUARD(mscclLoadAlgo, mscclAlgoFilePath, mscclAlgoHandle, rank);
-  return face_refuse("mscclLoadAlgo", NO_MSCCL);
+  return ncclSuccess;
 }
 FACE_ALIAS(mscclLoadAlgo)
 
@@ -68,13 +106,13 @@ FACE_API ncclResult_t pmscclRunAlgo(const void *sendBuff, const size_t sendCount
                                     mscclAlgoHandle_t mscclAlgoHandle, ncclComm_t comm, cudaStream_t stream) {
   FACE_GUARD(mscclRunAlgo, sendBuff, sendCounts, sDisPls, recvBuff, recvCounts, rDisPls, count, dataType, root, peer,
              op, mscclAlgoHandle, comm, stream);
-  return face_refuse("mscclRunAlgo", NO_MSCCL);
+  return ncclSuccess;
 }
 FACE_ALIAS(mscclRunAlgo)
 
 FACE_API ncclResult_t pmscclUnloadAlgo(mscclAlgoHandle_t mscclAlgoHandle) {
   FACE_GUARD(mscclUnloadAlgo, mscclAlgoHandle);
-  return face_refuse("mscclUnloadAlgo", NO_MSCCL);
+  return ncclSuccess;
 }
 FACE_ALIAS(mscclUnloadAlgo)
 

@@ -180,7 +180,11 @@ static hetcclResult_t impl_hetcclRecv(void *recvbuff, size_t count, hetcclDataTy
 /* Public entry points: each enters the communicator (api/check.h: a
  * concurrent destroy or abort waits for it to leave) and leaves it last; a
  * failure inside an open group also fails the group. */
-static hetcclResult_t entered(const char *fn, hetcclComm_t comm) { return hetccl_group_note(hetccl_enter_comm(fn, comm)); }
+static hetcclResult_t entered(const char *fn, hetcclComm_t comm) {
+  hetcclResult_t rc = hetccl_enter_comm(fn, comm);
+  if (rc == hetcclSuccess && (rc = hetccl_comm_check_active(comm, fn)) != hetcclSuccess) hetccl_comm_leave(comm);
+  return hetccl_group_note(rc);
+}
 static hetcclResult_t left(hetcclComm_t comm, hetcclResult_t rc) {
   hetccl_comm_leave(comm);
   return hetccl_group_note(rc);

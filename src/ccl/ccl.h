@@ -55,10 +55,24 @@ struct hetccl_vendor_ops {
    * library makes none for it (calls then make one each, as before). */
   hetcclResult_t (*redop_create)(hetccl_vcomm *vc, const hetccl_redop *r, hetcclDataType_t dt, int *vendor_op);
   void (*redop_destroy)(hetccl_vcomm *vc, int vendor_op);
+  /* Optional (NULL: a library with no entry points of its own, the
+   * built-in engine). The library's own exported function `name` (NULL
+   * when it lacks it) and its communicator of this domain in *lib_comm;
+   * `desc` gets the library and its version ("NCCL 2.28.9 (/path)"). For
+   * calls HetCCL passes through unchanged (suspend, the faces' one-domain
+   * pass-through); the caller brackets the call with
+   * hetccl_vendor_entry_enter/leave. */
+  void *(*entry)(hetccl_vcomm *vc, const char *name, void **lib_comm, char *desc, size_t desc_size);
 };
 #define HETCCL_VENDOR_OPS_VERSION 1
 
 extern const struct hetccl_vendor_ops hetccl_vendor_builtin;
+
+/* Around a call of an entry point got from a vendor op `entry`: the
+ * library's own calls back into names HetCCL's faces export then reach
+ * the library again (ccl/nccl/nccl_real.h). */
+void hetccl_vendor_entry_enter(const void *entry);
+void hetccl_vendor_entry_leave(void);
 
 struct hetccl_device_desc;
 struct hetccl_settings_table;

@@ -109,6 +109,9 @@ struct hetccl_comm {
   /* A batch of operations is running (hetccl_comm_run_batch): NCCL forbids
    * two threads driving one communicator at once; the second is refused. */
   atomic_int busy;
+  /* hetcclCommSuspend'ed: collectives and point-to-point calls are refused
+   * until hetcclCommResume (core/suspend.c). */
+  atomic_int suspended;
 
   struct hetccl_comm_worker *worker;  /* made on first group spanning several comms */
   struct hetccl_trace *trace;         /* HETCCL_TRACE: this rank's timeline (core/trace_calls.h); NULL: off */
@@ -147,6 +150,13 @@ void hetccl_comm_free(struct hetccl_comm *c);
 hetcclResult_t hetccl_settings_check(void);
 /* Only the settings that name components (hetccl-info shows both kinds). */
 hetcclResult_t hetccl_component_settings_check(void);
+
+/* Suspend and resume (core/suspend.c), the memory statistics. */
+hetcclResult_t hetccl_comm_suspend(struct hetccl_comm *c, int flags);
+hetcclResult_t hetccl_comm_resume(struct hetccl_comm *c);
+hetcclResult_t hetccl_comm_mem_stats(struct hetccl_comm *c, int stat, uint64_t *value);
+/* hetcclInvalidUsage naming `fn` when c is suspended, else hetcclSuccess. */
+hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn);
 
 /* Host identity (core/host_id.c). */
 uint64_t hetccl_host_hash(void);

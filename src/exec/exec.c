@@ -180,3 +180,21 @@ void hetccl_exec_free(struct hetccl_exec *ex, int abort) {
   hetccl_hwin_batch_free(&ex->hwin_xfers);
   memset(ex, 0, sizeof *ex);
 }
+
+uint64_t hetccl_exec_held(const struct hetccl_exec *ex) {
+  if (ex->dexec) return hetccl_dexec_held(ex->dexec);
+  uint64_t n = 0;
+  for (int i = 0; i < HETCCL_EXEC_SCRATCH_SLOTS; i++) n += ex->scratch[i].bytes;
+  return n;
+}
+
+hetcclResult_t hetccl_exec_release(struct hetccl_exec *ex) {
+  if (ex->dexec) return hetccl_dexec_release(ex->dexec);
+  /* Host ranks: every operation finished before its call returned. */
+  for (int i = 0; i < HETCCL_EXEC_SCRATCH_SLOTS; i++) {
+    free(ex->scratch[i].ptr);
+    ex->scratch[i].ptr = NULL;
+    ex->scratch[i].bytes = 0;
+  }
+  return hetcclSuccess;
+}

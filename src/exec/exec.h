@@ -85,6 +85,13 @@ struct hetccl_exec {
 hetcclResult_t hetccl_scratch_get(struct hetccl_scratch *s, size_t bytes, void **ptr);
 /* Frees what the executor holds; abort: see hetccl_dexec_destroy. */
 void hetccl_exec_free(struct hetccl_exec *ex, int abort);
+/* Bytes of scratch and staging the executor holds now (ncclCommMemStats). */
+uint64_t hetccl_exec_held(const struct hetccl_exec *ex);
+/* Frees that scratch and staging once the work that used it has finished
+ * (GPU ranks: drains the progress engine and waits, bounded by the timeout,
+ * for the last phase's stream work); it grows again at first use.
+ * Device windows stay mapped: both ends keep their ring positions. */
+hetcclResult_t hetccl_exec_release(struct hetccl_exec *ex);
 
 /* Scratch of the rank's memory kind (device memory on GPU ranks), one per slot, grown once. */
 hetcclResult_t hetccl_exec_scratch(struct hetccl_exec *ex, int slot, size_t bytes, void **ptr);

@@ -662,3 +662,24 @@ hetcclResult_t hetccl_dexec_trace_mark(struct hetccl_dexec *d, hetcclStream_t st
   hetccl_progress_submit(d->engine, job);
   return hetcclSuccess;
 }
+
+uint64_t hetccl_dexec_held(const struct hetccl_dexec *d) {
+  uint64_t n = d->send.bytes + d->recv.bytes + d->dsend.bytes + d->drecv.bytes;
+  for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) n += d->scratch[s].bytes;
+  for (int i = 0; i < d->nret; i++) n += d->ret[i].buf.bytes;
+  return n;
+}
+
+hetcclResult_t hetccl_dexec_release(struct hetccl_dexec *d) {
+  HETCCL_TRY(hetccl_dexec_drain(d));
+  if (!settle(d))
+    return hetccl_error(hetcclTimeout, "suspend: the last cross-domain work on this rank's stream did not finish within "
+                                       "%lld ms; nothing was released", (long long)d->timeout_ms);
+  for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) dbuf_free(d, &d->scratch[s]);
+  dbuf_free(d, &d->send);
+  dbuf_free(d, &d->recv);
+  dbuf_free(d, &d->dsend);
+  dbuf_free(d, &d->drecv);
+  reap(d);
+  return hetcclSuccess;
+}

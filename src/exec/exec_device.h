@@ -33,6 +33,9 @@ hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl
 hetcclResult_t hetccl_dexec_check_stream(struct hetccl_dexec *d, hetcclStream_t stream);
 /* Waits until the engine has finished every submitted phase. */
 hetcclResult_t hetccl_dexec_drain(struct hetccl_dexec *d);
+/* Scratch and staging held (hetccl_exec_held), and freeing them (hetccl_exec_release). */
+uint64_t hetccl_dexec_held(const struct hetccl_dexec *d);
+hetcclResult_t hetccl_dexec_release(struct hetccl_dexec *d);
 /* abort: the engine stops without waiting for device work, window counters
  * are released so no stream of this rank stays blocked, and memory the
  * device may still touch is left allocated. */

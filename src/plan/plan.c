@@ -64,6 +64,12 @@ hetcclResult_t hetccl_plan_drain(struct hetccl_plan_state *st) {
   return st && st->ex.dexec ? hetccl_dexec_drain(st->ex.dexec) : hetcclSuccess;
 }
 
+uint64_t hetccl_plan_held(const struct hetccl_plan_state *st) { return st ? hetccl_exec_held(&st->ex) : 0; }
+
+hetcclResult_t hetccl_plan_release(struct hetccl_plan_state *st) {
+  return st ? hetccl_exec_release(&st->ex) : hetcclSuccess;
+}
+
 void hetccl_plan_state_free(struct hetccl_plan_state *st, int abort) {
   if (!st) return;
   hetccl_exec_free(&st->ex, abort);

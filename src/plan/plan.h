@@ -43,6 +43,10 @@ void hetccl_plan_state_free(struct hetccl_plan_state *st, int abort);
 /* GPU ranks: waits until the progress engine has finished every submitted
  * cross-domain phase (finalize); nothing to do on host ranks. */
 hetcclResult_t hetccl_plan_drain(struct hetccl_plan_state *st);
+/* Scratch and staging the cross-domain plans hold (0 with one domain), and
+ * freeing them after the work that used them (hetccl_exec_release). */
+uint64_t hetccl_plan_held(const struct hetccl_plan_state *st);
+hetcclResult_t hetccl_plan_release(struct hetccl_plan_state *st);
 
 /* Runs ops[0..n) (global rank numbering): to completion on host ranks,
  * enqueued on the operations' stream on GPU ranks. */

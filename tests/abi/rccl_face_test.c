@@ -2,13 +2,18 @@
  * The RCCL face: a program built against HetCCL's rccl.h and linked with
  * its librccl.so.1 (nothing else of HetCCL), on forked host ranks.
  *
- *  - ncclGetVersion reports RCCL's NCCL base version (rccl.h's 22203);
- *  - a communicator made with ncclCommInitRankConfig from RCCL's
- *    ncclConfig_t (its 48-byte layout, padding filled with garbage) works;
+ *  - ncclGetVersion reports RCCL's NCCL base version (rccl.h's 23004);
+ *    the msccl* functions are no-ops that return ncclSuccess (RCCL 2.30);
+ *    ncclAllReduceWithBias with a NULL bias is an AllReduce, with one it is
+ *    refused on host ranks;
+ *  - rccl.h's ncclConfig_t is NCCL's (96 bytes); a communicator made with
+ *    ncclCommInitRankConfig from an older RCCL's ncclConfig_v21700 (its
+ *    48-byte layout, padding filled with garbage) works;
  *    a config too short to hold `blocking` is refused with
  *    ncclInvalidArgument; the two-domain job makes its communicator from
  *    an 80-byte config of NCCL 2.28's layout instead (read by its size);
- *  - ncclAllToAll and pncclAllToAll (RCCL's capital T) and ncclAllToAllv
+ *  - ncclAllToAll and pncclAllToAll (RCCL's capital T), ncclAllToAllv and
+ *    ncclAlltoAllv (RCCL 2.30's spelling)
  *    (uneven counts, zeros included, gaps between the blocks on both
  *    sides) for int32 and float, counts {0, 1, 7, 1000}, every element
  *    checked against its closed form, the gaps untouched;
@@ -74,7 +79,8 @@ static void check_alltoall(ht_ctx *ctx, int use_p, ncclDataType_t dt, size_t cou
   free(fs), free(fr), free(is), free(ir);
 }
 
-static void check_alltoallv(ht_ctx *ctx, ncclDataType_t dt, size_t base) {
+/* current: RCCL 2.30's ncclAlltoAllv, else the older ncclAllToAllv. */
+static void check_alltoallv(ht_ctx *ctx, ncclDataType_t dt, size_t base, int current) {
   int n = ctx->nranks, me = ctx->rank;
   size_t sc[HT_MAX_RANKS], sd[HT_MAX_RANKS], rcn[HT_MAX_RANKS], rd[HT_MAX_RANKS], st = 0, rt = 0;
   for (int r = 0; r < n; r++) {
@@ -88,7 +94,7 @@ static void check_alltoallv(ht_ctx *ctx, ncclDataType_t dt, size_t base) {
   for (size_t i = 0; i <= rt; i++) ir[i] = FILL, fr[i] = (float)FILL;
   const void *send = dt == ncclInt32 ? (const void *)is : (const void *)fs;
   void *recv = dt == ncclInt32 ? (void *)ir : (void *)fr;
-  ncclResult_t rc = ncclAllToAllv(send, sc, sd, recv, rcn, rd, dt, g_comm, NULL);
+  ncclResult_t rc = (current ? ncclAlltoAllv : ncclAllToAllv)(send, sc, sd, recv, rcn, rd, dt, g_comm, NULL);
   int bad = 0;
   for (int s = 0; s < n; s++) {
     for (size_t k = 0; k < rcn[s]; k++) {
@@ -98,7 +104,7 @@ static void check_alltoallv(ht_ctx *ctx, ncclDataType_t dt, size_t base) {
     for (size_t g = rd[s] + rcn[s]; g < rd[s] + rcn[s] + 2; g++)
       if (dt == ncclInt32 ? ir[g] != FILL : fr[g] != (float)FILL) bad = 2;
   }
-  ht_case(ctx, rc == ncclSuccess && !bad, "ncclAllToAllv(base %zu, %s): rc %d (%s), %s", base,
+  ht_case(ctx, rc == ncclSuccess && !bad, "%s(base %zu, %s): rc %d (%s), %s", current ? "ncclAlltoAllv" : "ncclAllToAllv", base,
           dt == ncclInt32 ? "int32" : "float", (int)rc, ncclGetLastError(g_comm),
           bad == 2 ? "a gap was written" : bad ? "wrong element" : "ok");
   free(fs), free(fr), free(is), free(ir);
@@ -142,28 +148,38 @@ static hetcclResult_t make_id(hetcclUniqueId *id) { return (hetcclResult_t)ncclG
 
 static int rank_main(ht_ctx *ctx, void *arg) {
   int v = 0;
-  ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == NCCL_VERSION_CODE && v == 22203,
-          "ncclGetVersion: %d, want RCCL's NCCL base version 22203", v);
+  ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == NCCL_VERSION_CODE && v == 23004,
+          "ncclGetVersion: %d, want RCCL's NCCL base version 23004", v);
   check_guard(ctx);
   mscclAlgoHandle_t algo = 0;
   ncclResult_t mr = mscclLoadAlgo("/nonexistent.xml", &algo, ctx->rank);
-  const char *why = ncclGetLastError(NULL);
-  ht_case(ctx, mr == ncclInvalidUsage && why && strstr(why, "MSCCL") && mscclUnloadAlgo(algo) == ncclInvalidUsage,
-          "mscclLoadAlgo/UnloadAlgo: %d (%s), want ncclInvalidUsage naming MSCCL", (int)mr, why ? why : "");
+  ht_case(ctx, mr == ncclSuccess && mscclUnloadAlgo(algo) == ncclSuccess &&
+                   mscclRunAlgo(NULL, NULL, NULL, NULL, NULL, NULL, 0, ncclFloat32, 0, 0, ncclSum, algo, NULL, NULL) ==
+                       ncclSuccess,
+          "mscclLoadAlgo/RunAlgo/UnloadAlgo: %d, want ncclSuccess (RCCL's no-ops)", (int)mr);
   hetcclUniqueId hid;
   if (ht_oob_unique_id(ctx, make_id, &hid) != 1) return 1;
   ncclUniqueId id;
   memcpy(&id, &hid, sizeof id);
 
-  /* RCCL's config: 48 bytes, the last 4 padding, here garbage. */
-  ncclConfig_t cfg;
-  memset(&cfg, 0xa5, sizeof cfg);
+  /* An older RCCL's config (ncclConfig_v21700): 48 bytes, the last 4
+   * padding, here garbage. */
+  struct {
+    size_t size;
+    unsigned int magic, version;
+    int blocking, cgaClusterSize, minCTAs, maxCTAs;
+    const char *netName;
+    int splitShare;
+  } old_rccl;
+  memset(&old_rccl, 0xa5, sizeof old_rccl);
   ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
-  cfg.size = init.size, cfg.magic = init.magic, cfg.version = init.version;
-  cfg.blocking = 1, cfg.cgaClusterSize = init.cgaClusterSize, cfg.minCTAs = init.minCTAs, cfg.maxCTAs = init.maxCTAs;
-  cfg.netName = NULL, cfg.splitShare = 0;
-  ht_case(ctx, sizeof(ncclConfig_t) == 48 && init.size == 48, "RCCL's ncclConfig_t is %zu bytes, want 48",
-          sizeof(ncclConfig_t));
+  old_rccl.size = sizeof old_rccl, old_rccl.magic = init.magic, old_rccl.version = 22203;
+  old_rccl.blocking = 1, old_rccl.cgaClusterSize = init.cgaClusterSize, old_rccl.minCTAs = init.minCTAs;
+  old_rccl.maxCTAs = init.maxCTAs, old_rccl.netName = NULL, old_rccl.splitShare = 0;
+  ncclConfig_t *cfg = (ncclConfig_t *)(void *)&old_rccl;
+  ht_case(ctx, sizeof(ncclConfig_t) == 96 && init.size == 96 && sizeof old_rccl == 48,
+          "rccl.h's ncclConfig_t is %zu bytes (want NCCL's 96), the old one %zu (want 48)", sizeof(ncclConfig_t),
+          sizeof old_rccl);
 
   /* Too short to hold `blocking`: refused before any communication. */
   ncclConfig_t shortcfg = init;
@@ -195,12 +211,24 @@ static int rank_main(ht_ctx *ctx, void *arg) {
   int use_longer = *(const int *)arg > 1;
   ht_case(ctx, sizeof longer == 80, "NCCL's layout is %zu bytes here, want 80", sizeof longer);
   rc = ncclCommInitRankConfig(&g_comm, ctx->nranks, id, ctx->rank,
-                              use_longer ? (ncclConfig_t *)(void *)&longer : &cfg);
+                              use_longer ? (ncclConfig_t *)(void *)&longer : cfg);
   if (!ht_case(ctx, rc == ncclSuccess, "ncclCommInitRankConfig: %d: %s", (int)rc, ncclGetLastError(NULL))) return 1;
   int count = 0, rank = -1;
   ht_case(ctx, ncclCommCount(g_comm, &count) == ncclSuccess && count == ctx->nranks &&
                    ncclCommUserRank(g_comm, &rank) == ncclSuccess && rank == ctx->rank,
           "count %d rank %d", count, rank);
+
+  /* ncclAllReduceWithBias: no bias is an AllReduce; a bias is refused here. */
+  {
+    int in[3] = {ctx->rank + 1, 2, 3}, out[3] = {0}, acc[3] = {1, 1, 1}, n = ctx->nranks;
+    rc = ncclAllReduceWithBias(in, out, 3, ncclInt32, ncclSum, g_comm, NULL, NULL);
+    ht_case(ctx, rc == ncclSuccess && out[0] == n * (n + 1) / 2 && out[1] == 2 * n && out[2] == 3 * n,
+            "ncclAllReduceWithBias(acc NULL): %d, out %d %d %d", (int)rc, out[0], out[1], out[2]);
+    rc = ncclAllReduceWithBias(in, out, 3, ncclInt32, ncclSum, g_comm, NULL, acc);
+    const char *why = ncclGetLastError(NULL);
+    ht_case(ctx, rc == ncclInvalidUsage && why && strstr(why, "ncclAllReduceWithBias"),
+            "ncclAllReduceWithBias(acc) on host ranks: %d (%s), want ncclInvalidUsage", (int)rc, why ? why : "");
+  }
 
   static const size_t counts[] = {0, 1, 7, 1000};
   static const ncclDataType_t types[] = {ncclInt32, ncclFloat32};
@@ -208,7 +236,8 @@ static int rank_main(ht_ctx *ctx, void *arg) {
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
       check_alltoall(ctx, 0, types[t], counts[c]);
       check_alltoall(ctx, 1, types[t], counts[c]);
-      check_alltoallv(ctx, types[t], counts[c]);
+      check_alltoallv(ctx, types[t], counts[c], 0);
+      check_alltoallv(ctx, types[t], counts[c], 1);
     }
   rc = ncclCommDestroy(g_comm);
   ht_case(ctx, rc == ncclSuccess, "ncclCommDestroy: %d", (int)rc);

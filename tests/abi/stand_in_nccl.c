@@ -15,7 +15,13 @@
  * There some calls are counted (unique id, init, destroy, groups,
  * send/receive, all-to-all): stand_in_calls("ncclSend") says how often
  * each ran.
- * The same build is also test-tools/stand-in-rccl/librccl.so.1, the
+ * Built a third time with STAND_IN_QUIRKY and STAND_IN_V230
+ * (test-tools/stand-in-nccl-2.30/libquirkynccl230.so.7): the quirky build
+ * reporting NCCL 2.30.7 and having NCCL 2.29.7's ncclCommSuspend,
+ * ncclCommResume and ncclCommMemStats (fixed byte counts, the suspendable
+ * ones 0 once suspended with NCCL_SUSPEND_MEM), for the pass-through of
+ * tests/abi/suspend_stand_in.c.
+ * The same quirky build is also test-tools/stand-in-rccl/librccl.so.1, the
  * stand-in AMD RCCL of tests/unit/test_rccl_instance.c and
  * tests/abi/rccl_face_test.c (stand_in_self_calls: RCCL calling its own
  * exported names).
@@ -38,8 +44,12 @@
 
 #define INVALID_USAGE 5 /* ncclInvalidUsage */
 
-#ifdef STAND_IN_QUIRKY
+#if defined(STAND_IN_QUIRKY) && defined(STAND_IN_V230)
+#define STAND_IN_VERSION 23007 /* 2.30.7 */
+#elif defined(STAND_IN_QUIRKY)
 #define STAND_IN_VERSION 21807 /* 2.18.7 */
+#endif
+#ifdef STAND_IN_QUIRKY
 /* The counted calls: they succeed. */
 static const char *const g_counted[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclGroupStart",
                                         "ncclGroupEnd",    "ncclSend",         "ncclRecv",        "ncclAllToAll",
@@ -210,4 +220,37 @@ int ncclRecv(void *r, size_t n, int dt, int peer, comm_t c, stream_t st) { REFUS
 int ncclRedOpCreatePreMulSum(int *op, void *scalar, int dt, int residence, comm_t c) { REFUSED(op, scalar, dt, residence, c); }
 int ncclRedOpDestroy(int op, comm_t c) { REFUSED(op, c); }
 int ncclAlltoAll(const void *s, void *r, size_t n, int dt, comm_t c, stream_t st) { REFUSED(s, r, n, dt, c, st); }
+#endif
+
+#ifdef STAND_IN_V230
+/* NCCL 2.29.7's suspend: this process's communicator's state. The byte
+ * counts are fixed values a test can recognise. */
+#define STAND_IN_SUSPENDABLE 4096u
+#define STAND_IN_PERSISTENT 512u
+static int g_suspended, g_released;
+
+int ncclCommSuspend(comm_t comm, int flags) {
+  if (!comm || g_suspended) return INVALID_USAGE;
+  g_suspended = 1;
+  g_released = flags & 1;
+  return 0;
+}
+
+int ncclCommResume(comm_t comm) {
+  if (!comm || !g_suspended) return INVALID_USAGE;
+  g_suspended = g_released = 0;
+  return 0;
+}
+
+int ncclCommMemStats(comm_t comm, int stat, unsigned long long *value) {
+  if (!comm || !value) return 4; /* ncclInvalidArgument */
+  unsigned long long held = g_released ? 0 : STAND_IN_SUSPENDABLE;
+  switch (stat) {
+  case 0: *value = held; return 0;
+  case 1: *value = (unsigned long long)g_suspended; return 0;
+  case 2: *value = STAND_IN_PERSISTENT; return 0;
+  case 3: *value = held + STAND_IN_PERSISTENT; return 0;
+  default: return 4;
+  }
+}
 #endif

@@ -10,7 +10,7 @@
  * it lacks (ncclCommRevoke: the face must answer ncclInternalError, not
  * serve a vendor communicator with HetCCL). Checked:
  *  - the vendor's own calls reach the vendor, on this thread and on another;
- *  - the program's calls reach HetCCL (ncclGetVersion = 22809) before,
+ *  - the program's calls reach HetCCL (ncclGetVersion = 23007) before,
  *    between and after;
  *  - while a thread is marked inside the vendor (what HetCCL's NCCL vendor
  *    does around each call into NCCL), that thread's face calls go to the

@@ -1,7 +1,7 @@
 /*
  * The NCCL face's init paths, errors and memory, as a program built against
  * HetCCL's nccl.h and linked with its libnccl.so.2 (host ranks):
- *  - ncclGetVersion = 22809 = NCCL_VERSION_CODE = NCCL_VERSION(2, 28, 9);
+ *  - ncclGetVersion = 23007 = NCCL_VERSION_CODE = NCCL_VERSION(2, 30, 7);
  *  - one process, one thread, several ranks: ncclCommInitAll (1, 2, 4),
  *    grouped ncclCommInitRank, grouped ncclCommInitRankScalable and grouped
  *    non-blocking ncclCommInitRankConfig, then grouped collectives and a
@@ -252,10 +252,10 @@ static void memory_and_registration(ht_ctx *ctx, ncclComm_t comm, int me, int n)
 static int single_process(ht_ctx *ctx, void *arg) {
   (void)arg;
   int v = -1;
-  ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == 22809, "ncclGetVersion = %d, want 22809", v);
-  ht_case(ctx, NCCL_VERSION_CODE == 22809 && NCCL_VERSION(2, 28, 9) == 22809 && NCCL_VERSION(2, 8, 4) == 2804,
+  ht_case(ctx, ncclGetVersion(&v) == ncclSuccess && v == 23007, "ncclGetVersion = %d, want 23007", v);
+  ht_case(ctx, NCCL_VERSION_CODE == 23007 && NCCL_VERSION(2, 30, 7) == 23007 && NCCL_VERSION(2, 8, 4) == 2804,
           "version macros");
-  ht_case(ctx, NCCL_MAJOR == 2 && NCCL_MINOR == 28 && NCCL_PATCH == 9, "NCCL_MAJOR/MINOR/PATCH");
+  ht_case(ctx, NCCL_MAJOR == 2 && NCCL_MINOR == 30 && NCCL_PATCH == 7, "NCCL_MAJOR/MINOR/PATCH");
   one_thread_many_ranks(ctx);
 
   ncclUniqueId id;
@@ -282,7 +282,7 @@ static int single_process(ht_ctx *ctx, void *arg) {
   memset(&newer, 0xa5, sizeof newer);
   newer.known = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
   newer.known.size = sizeof newer;
-  newer.known.version = 23005;
+  newer.known.version = 23105;
   newer.known.blocking = 1;
   if (face_ok(ctx, "config of a newer, larger size", ncclCommInitRankConfig(&comm, 1, id, 0, &newer.known))) {
     face_check_queries(ctx, comm, "1-rank comm", 0, 1);

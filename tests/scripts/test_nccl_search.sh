@@ -7,7 +7,7 @@
 #    version 2.19.3) copied into a temporary directory on LD_LIBRARY_PATH,
 #    after build/lib (the face, to be skipped), is the NCCL HetCCL loads
 #    (HETCCL_DEBUG=INFO: "NCCL 2.19.3 loaded from <it>"), while the
-#    program's own nccl* calls reach the face (22809);
+#    program's own nccl* calls reach the face (23007);
 #  - hetccl-info names the stand-in and says the soname is HetCCL's face;
 #  - without that directory: the NCCL the linker cache lists
 #    (`ldconfig -p`) when there is one, else "not found" with the reason;
@@ -39,8 +39,8 @@ run() { env -u HETCCL_NCCL_LIBRARY LD_PRELOAD="$face" HETCCL_DEBUG=INFO timeout 
 # 1. The stand-in on LD_LIBRARY_PATH, behind the face's own folder.
 out=$(LD_LIBRARY_PATH=$build/lib:$tmp/nccl run "$probe")
 check $? "probe failed: $out"
-[ "$(field "$out" "program ncclGetVersion")" = 22809 ]
-check $? "the program's ncclGetVersion is not the face's 22809 (preload not in effect?): $out"
+[ "$(field "$out" "program ncclGetVersion")" = 23007 ]
+check $? "the program's ncclGetVersion is not the face's 23007 (preload not in effect?): $out"
 [ "$(field "$out" "hetccl nccl path")" = "$found" ]
 check $? "HetCCL did not load the stand-in NCCL from LD_LIBRARY_PATH: $out"
 [ "$(field "$out" "hetccl nccl version")" = 21903 ]; check $? "stand-in's version 21903 not reported: $out"

@@ -164,7 +164,7 @@ else
     if grep -q "^$section\$" "$tmp/out"; then ok; else bad "hetccl-info: no '$section' section"; fi
   done
   if grep -Eq '^  host +available' "$tmp/out"; then ok; else bad "hetccl-info: host kind not available"; fi
-  if grep -Eq '^  speaks NCCL +2\.28\.9' "$tmp/out"; then ok; else bad "hetccl-info: NCCL version"; fi
+  if grep -Eq '^  speaks NCCL +2\.30\.7' "$tmp/out"; then ok; else bad "hetccl-info: NCCL version"; fi
   if grep -Eq '^  (shm|socket) ' "$tmp/out"; then ok; else bad "hetccl-info: no transport listed"; fi
   if HETCCL_TIMEOUT_MS=1234 timeout -k 5 60 "$info" | grep -Eq '^  HETCCL_TIMEOUT_MS +1234 +\(set[,)]'; then ok
   else bad "hetccl-info: HETCCL_TIMEOUT_MS=1234 not shown as set"; fi

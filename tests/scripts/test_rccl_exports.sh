@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # HetCCL's RCCL face (build/lib/librccl.so.1) against RCCL's ABI:
-#  - file librccl.so.2.22.3, soname librccl.so.1, librccl.so beside it;
-#  - it exports exactly the NCCL face's names plus RCCL's own
-#    (ncclAllToAll, ncclAllToAllv, the refused msccl{Load,Run,Unload}Algo,
-#    and their p-prefixed forms), ncclX weak and
-#    pncclX strong; the NCCL face does not export RCCL's names;
-#  - every function declared in HetCCL's include/rccl/rccl.h is exported;
-#  - rccl.h compiles as C99 (pedantic), C11 and C++11, and gives RCCL's
-#    values: version code 22203, 48-byte ncclConfig_t whose fields sit
-#    where NCCL's do, the same enums as HetCCL's nccl.h;
+#  - file librccl.so.2.30.4, soname librccl.so.1, librccl.so beside it;
+#  - it exports exactly the NCCL face's names plus RCCL's own (the list
+#    tests/abi/functions/rccl-2.30.4-extra.txt: ncclAlltoAllv, ncclAllToAll,
+#    ncclAllToAllv, ncclAllReduceWithBias, the msccl{Load,Run,Unload}Algo
+#    no-ops, and their p-prefixed forms), ncclX weak and pncclX strong; the
+#    NCCL face does not export RCCL's names;
+#  - every name of RCCL 2.30's lists (NCCL 2.30.7's nccl.h and device-API
+#    lists, which RCCL 2.30 has too, and RCCL's own) is exported, and every
+#    function declared in HetCCL's include/rccl/rccl.h;
+#  - rccl.h compiles as C99 (pedantic), C11 and C++11, and gives RCCL
+#    2.30.4's values: version code 23004, NCCL's 96-byte ncclConfig_t, the
+#    same enums as HetCCL's nccl.h;
 #  - a program compiled against rccl.h and linked with -lrccl runs on a
-#    host rank (ncclGetVersion = 22203, a one-rank ncclAllToAll) and
+#    host rank (ncclGetVersion = 23004, a one-rank ncclAllToAll) and
 #    depends on librccl.so.1, not libnccl.so.2;
 #  - installed (cmake --install into a temporary prefix): lib/hetccl/
 #    librccl.so.1, include/hetccl/rccl.h, hetccl-rccl.pc, and a program
@@ -35,20 +38,26 @@ declared() {
 soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = librccl.so.1 ]; check $? "soname is '$soname', want librccl.so.1"
 [ -e "$build/lib/librccl.so" ]; check $? "librccl.so (for -lrccl) is missing beside librccl.so.1"
-[ "$(basename "$(readlink -f "$lib")")" = librccl.so.2.22.3 ]; check $? "the file is $(readlink -f "$lib"), want librccl.so.2.22.3"
+[ "$(basename "$(readlink -f "$lib")")" = librccl.so.2.30.4 ]; check $? "the file is $(readlink -f "$lib"), want librccl.so.2.30.4"
 
 nm -D --defined-only "$lib" | awk '{print $2, $3}' | sort -k2 >"$tmp/exports"
 nm -D --defined-only "$nccl_face" | awk '{print $2, $3}' | sort -k2 >"$tmp/nccl_exports"
-printf '%s\n' "W ncclAllToAll" "T pncclAllToAll" "W ncclAllToAllv" "T pncclAllToAllv" \
-  "W mscclLoadAlgo" "T pmscclLoadAlgo" "W mscclRunAlgo" "T pmscclRunAlgo" "W mscclUnloadAlgo" "T pmscclUnloadAlgo" >"$tmp/extra"
+lists=$src/tests/abi/functions
+grep -v '^#' "$lists/rccl-2.30.4-extra.txt" | sed '/^$/d' | while read -r f; do echo "W $f"; echo "T p$f"; done >"$tmp/extra"
 sort -k2 "$tmp/nccl_exports" "$tmp/extra" >"$tmp/want"
 diff "$tmp/want" "$tmp/exports" >"$tmp/exports.diff"
-check $? "exports differ from the NCCL face's plus RCCL's ten (< wanted, > exported): $(head -20 "$tmp/exports.diff")"
+check $? "exports differ from the NCCL face's plus RCCL's own (< wanted, > exported): $(head -20 "$tmp/exports.diff")"
+missing=$(grep -hv '^#' "$lists/nccl-2.30.7.txt" "$lists/nccl-2.30.7-device-host.txt" "$lists/rccl-2.30.4-extra.txt" |
+  sed '/^$/d' | while read -r f; do
+    [ "$(awk -v f="$f" '$2 == f {print $1}' "$tmp/exports")" = W ] || echo "$f"
+    [ "$(awk -v f="p$f" '$2 == f {print $1}' "$tmp/exports")" = T ] || echo "p$f"
+  done | tr '\n' ' ')
+[ -z "$missing" ]; check $? "RCCL 2.30's listed names not exported (nccl weak, pnccl strong): $missing"
 n=$(wc -l <"$tmp/exports")
 [ "$n" -ge 100 ]; check $? "only $n exports"
 others=$(awk '$2 !~ /^p?(nccl|msccl)/ {print $2}' "$tmp/exports" | tr '\n' ' ')
 [ -z "$others" ]; check $? "exports other than nccl*/pnccl*/msccl*/pmsccl*: $others"
-leaked=$(awk '$2 ~ /AllToAll|msccl/ {print $2}' "$tmp/nccl_exports" | tr '\n' ' ')
+leaked=$(awk '$2 ~ /AllToAll|AlltoAllv|WithBias|msccl/ {print $2}' "$tmp/nccl_exports" | tr '\n' ' ')
 [ -z "$leaked" ]; check $? "the NCCL face exports RCCL's names: $leaked"
 
 declared "$ours" >"$tmp/declared"
@@ -58,9 +67,11 @@ missing=$(while read -r f; do awk -v f="$f" '$2 == f {found=1} END {exit !found}
 [ -z "$missing" ]; check $? "declared in rccl.h but not exported: $missing"
 unpaired=$(grep -vE '^p(nccl|msccl)' "$tmp/declared" | while read -r f; do grep -qx "p$f" "$tmp/declared" || echo "$f"; done)
 [ -z "$unpaired" ]; check $? "rccl.h declares without a pnccl twin: $unpaired"
-# RCCL (2024 release) has no Shrink, Revoke, windows or device API: rccl.h does not declare them.
-absent=$(grep -E 'Shrink|Revoke|Window|DevComm|Team' "$tmp/declared" | tr '\n' ' ')
-[ -z "$absent" ]; check $? "rccl.h declares functions RCCL lacks: $absent"
+# RCCL 2.30 has NCCL 2.30's functions: rccl.h declares every one nccl.h does.
+gcc -fpreprocessed -dD -E -P -x c "$src/include/nccl/nccl.h" 2>/dev/null | grep -v '^[[:space:]]*#' |
+  grep -oE '\bp?nccl[A-Za-z0-9_]*[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u >"$tmp/nccl_declared"
+absent=$(comm -23 "$tmp/nccl_declared" "$tmp/declared" | tr '\n' ' ')
+[ -z "$absent" ]; check $? "nccl.h declares functions rccl.h does not: $absent"
 
 cat >"$tmp/use.c" <<'EOS'
 #include <rccl.h>
@@ -100,11 +111,12 @@ cat >"$tmp/abi.c" <<'EOS'
 #include <stddef.h>
 #include <rccl.h>
 #define SA(c) _Static_assert(c, #c)
-SA(NCCL_VERSION_CODE == 22203); SA(NCCL_VERSION(2, 22, 3) == 22203);
-SA(sizeof(ncclConfig_t) == 48); SA(offsetof(ncclConfig_t, magic) == 8); SA(offsetof(ncclConfig_t, version) == 12);
+SA(NCCL_VERSION_CODE == 23004); SA(NCCL_VERSION(2, 30, 4) == 23004);
+SA(sizeof(ncclConfig_t) == 96); SA(offsetof(ncclConfig_t, magic) == 8); SA(offsetof(ncclConfig_t, version) == 12);
 SA(offsetof(ncclConfig_t, blocking) == 16); SA(offsetof(ncclConfig_t, netName) == 32);
-SA(offsetof(ncclConfig_t, splitShare) == 40); SA(sizeof(ncclUniqueId) == 128);
-SA(ncclInProgress == 7); SA(ncclNumResults == 8); SA(ncclAvg == 4); SA(ncclNumOps == 5);
+SA(offsetof(ncclConfig_t, splitShare) == 40); SA(offsetof(ncclConfig_t, graphStreamOrdering) == 92);
+SA(sizeof(ncclUniqueId) == 128);
+SA(ncclInProgress == 7); SA(ncclTimeout == 8); SA(ncclNumResults == 9); SA(ncclAvg == 4); SA(ncclNumOps == 5);
 SA(ncclBfloat16 == 9); SA(ncclFloat8e4m3 == 10 && ncclFp8E4M3 == 10); SA(ncclFloat8e5m2 == 11 && ncclFp8E5M2 == 11);
 SA(ncclNumTypes == 12); SA(ncclScalarHostImmediate == 1); SA(sizeof(ncclRedOp_t) == 4);
 int main(void) { return 0; }
@@ -133,7 +145,7 @@ cat >"$tmp/run.c" <<'EOS'
 #include <rccl.h>
 int main(void) {
   int v = 0;
-  if (ncclGetVersion(&v) != ncclSuccess || v != 22203) { printf("ncclGetVersion: %d\n", v); return 1; }
+  if (ncclGetVersion(&v) != ncclSuccess || v != 23004) { printf("ncclGetVersion: %d\n", v); return 1; }
   ncclComm_t c;
   if (ncclCommInitAll(&c, 1, NULL) != ncclSuccess) { printf("init: %s\n", ncclGetLastError(NULL)); return 1; }
   int in[3] = {1, 2, 3}, out[3] = {0};

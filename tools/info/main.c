@@ -20,8 +20,12 @@ static void info_version(void) {
     printf("  version          %d.%d.%d (code %d)\n", v / 10000, v / 100 % 100, v % 100, v);
   else
     printf("  version          unknown (hetcclGetVersion: %s)\n", hetcclGetErrorString(rc));
-  printf("  speaks NCCL      %d.%d.%d (code %d)\n", HETCCL_NCCL_VERSION_CODE / 10000,
+  /* What the faces report (ncclGetVersion); the real libraries' own
+   * versions follow under "Vendor libraries". */
+  printf("  speaks NCCL      %d.%d.%d (code %d): libnccl.so.2, HetCCL's NCCL face\n", HETCCL_NCCL_VERSION_CODE / 10000,
          HETCCL_NCCL_VERSION_CODE / 100 % 100, HETCCL_NCCL_VERSION_CODE % 100, HETCCL_NCCL_VERSION_CODE);
+  printf("  speaks RCCL      %d.%d.%d (code %d): librccl.so.1, HetCCL's RCCL face\n", HETCCL_RCCL_VERSION_CODE / 10000,
+         HETCCL_RCCL_VERSION_CODE / 100 % 100, HETCCL_RCCL_VERSION_CODE % 100, HETCCL_RCCL_VERSION_CODE);
   printf("  host             %s, %ld CPUs online\n", host, sysconf(_SC_NPROCESSORS_ONLN));
 }
 

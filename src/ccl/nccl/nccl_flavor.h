@@ -78,5 +78,11 @@ void hetccl_nccl_flavor_destroy(hetccl_vcomm *vc);
 hetcclResult_t hetccl_nccl_flavor_redop_create(hetccl_vcomm *vc, const hetccl_redop *r, hetcclDataType_t dt,
                                                int *vendor_op);
 void hetccl_nccl_flavor_redop_destroy(hetccl_vcomm *vc, int vendor_op);
+/* The vendor op `entry` (ccl.h) of any flavor. */
+void *hetccl_nccl_flavor_entry(hetccl_vcomm *vc, const char *name, void **lib_comm, char *desc, size_t desc_size);
+/* The flavor's library's exported function `name`, loading the library on
+ * first use; NULL when there is no library or it lacks `name`. `desc` gets
+ * "NCCL 2.28.9 (/path)" or "no NCCL library (why)". */
+void *hetccl_nccl_flavor_symbol(const struct hetccl_nccl_flavor *f, const char *name, char *desc, size_t desc_size);
 
 #endif

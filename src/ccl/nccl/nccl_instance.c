@@ -33,6 +33,7 @@ const struct hetccl_vendor_ops hetccl_vendor_nccl = {
     .destroy = hetccl_nccl_flavor_destroy,
     .redop_create = hetccl_nccl_flavor_redop_create,
     .redop_destroy = hetccl_nccl_flavor_redop_destroy,
+    .entry = hetccl_nccl_flavor_entry,
 };
 
 hetcclResult_t hetccl_nccl_load(const struct hetccl_nccl **out) {

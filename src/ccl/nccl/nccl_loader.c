@@ -193,3 +193,15 @@ hetcclResult_t hetccl_nccl_error(const struct hetccl_nccl *api, ncclComm_t comm,
   return hetccl_error(code, "%s %s failed: %s%s%s", title, what, text ? text : "unknown error",
                       last && last[0] ? ": " : "", last && last[0] ? last : "");
 }
+
+void *hetccl_nccl_flavor_symbol(const struct hetccl_nccl_flavor *f, const char *name, char *desc, size_t desc_size) {
+  const struct hetccl_nccl_state *s = loaded(f);
+  if (!s->found) {
+    snprintf(desc, desc_size, "no %s library (%s)", f->title, s->lib.why);
+    return NULL;
+  }
+  int major, minor, patch;
+  (f->version_parts ? f->version_parts : hetccl_nccl_version_parts)(s->api.version, &major, &minor, &patch);
+  snprintf(desc, desc_size, "%s %d.%d.%d (%s)", f->title, major, minor, patch, s->api.path);
+  return s->lib.handle ? dlsym(s->lib.handle, name) : NULL;
+}

@@ -433,3 +433,9 @@ void hetccl_nccl_flavor_destroy(hetccl_vcomm *handle) {
   free(vc->made);
   free(vc);
 }
+
+void *hetccl_nccl_flavor_entry(hetccl_vcomm *handle, const char *name, void **lib_comm, char *desc, size_t desc_size) {
+  struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
+  *lib_comm = vc->comm;
+  return hetccl_nccl_flavor_symbol(vc->flavor, name, desc, desc_size);
+}

@@ -79,6 +79,7 @@ const struct hetccl_vendor_ops hetccl_vendor_rccl = {
     .destroy = hetccl_nccl_flavor_destroy,
     .redop_create = hetccl_nccl_flavor_redop_create,
     .redop_destroy = hetccl_nccl_flavor_redop_destroy,
+    .entry = hetccl_nccl_flavor_entry,
 };
 
 int hetccl_vendor_rccl_version(void) { return hetccl_nccl_flavor_version(&g_rccl_flavor); }
