@@ -2,9 +2,11 @@
  * ofi link setup. One reliable-datagram endpoint per communicator, with
  * one completion queue for every operation and one address vector of the
  * peers. setup() opens them with the provider chosen (ofi_api.c) and
- * publishes the endpoint's name; connect() inserts the peer's name,
- * posts the link's control receives and sends a HELLO that proves the
- * communicator's secret. The higher rank waits (bounded by the timeout)
+ * publishes the endpoint's name; connect() inserts the peer's name into
+ * the address vector (a link's first use: nothing is inserted for peers
+ * never linked), posts the link's control receives and sends a HELLO that
+ * proves the communicator's secret and gives the peer our id of the link
+ * (what its writes name, ofi_links.c). Registration is ofi_reg.c. The higher rank waits (bounded by the timeout)
  * for the lower rank's HELLO, as the socket transport waits for streams;
  * the lower rank returns at once.
  */
@@ -32,62 +34,6 @@ static uint32_t fnv1a(const char *s) {
   uint32_t h = 2166136261u;
   for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
   return h;
-}
-
-/* What peers need of a registration: its key, or (FI_MR_RAW) its raw key
- * and base address, which must fit an advertisement. */
-static hetcclResult_t read_keys(struct ofi_state *st, struct fid_mr *mr, struct ofi_mr_keys *k) {
-  memset(k, 0, sizeof *k);
-  if (!st->rules.raw_key) {
-    k->key = fi_mr_key(mr);
-    return hetcclSuccess;
-  }
-  size_t n = sizeof k->raw;
-  uint64_t base = 0;
-  int rc = fi_mr_raw_attr(mr, &base, k->raw, &n, 0);
-  if (rc == -FI_ETOOSMALL)
-    return hetccl_error(hetcclSystemError,
-                        "ofi: provider %s's raw key (FI_MR_RAW) has %zu bytes; an advertisement carries at most %d",
-                        st->prov, n, OFI_MR_RAW_KEY_MAX);
-  if (rc || n == 0 || n > st->rules.raw_key_bytes)
-    return hetccl_error(hetcclSystemError, "ofi: provider %s gave no usable raw key (FI_MR_RAW, %zu bytes, %zu at most): %s",
-                        st->prov, n, st->rules.raw_key_bytes, rc ? hetccl_ofi_strerror(st, rc) : "bad size");
-  k->raw_base = base;
-  k->raw_len = (uint32_t)n;
-  return hetcclSuccess;
-}
-
-hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r) {
-  struct ofi_state *st = state;
-  struct fid_mr *mr = NULL;
-  uint64_t want = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
-  int rc = fi_mr_reg(st->domain, base, bytes, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, want, 0, &mr, NULL);
-  if (rc)
-    return hetccl_error(hetcclSystemError, "ofi: cannot register %zu bytes at %p with %s: %s", bytes, base, st->prov,
-                        hetccl_ofi_strerror(st, rc));
-  if (st->rules.bind_endpoint) {
-    rc = fi_mr_bind(mr, &st->ep->fid, 0);
-    if (!rc) rc = fi_mr_enable(mr);
-    if (rc) {
-      fi_close(&mr->fid);
-      return hetccl_error(hetcclSystemError, "ofi: cannot bind a registration to the endpoint (FI_MR_ENDPOINT): %s",
-                          hetccl_ofi_strerror(st, rc));
-    }
-  }
-  hetcclResult_t krc = read_keys(st, mr, &r->keys);
-  if (krc != hetcclSuccess) {
-    fi_close(&mr->fid);
-    return krc;
-  }
-  r->mr = mr;
-  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  return hetcclSuccess;
-}
-
-void hetccl_ofi_dereg(void *state, struct ofi_reg *r) {
-  (void)state;
-  if (r->mr) fi_close(&((struct fid_mr *)r->mr)->fid);
-  r->mr = NULL;
 }
 
 /* Opens fabric, domain, queue, address vector and endpoint for `info`. */
@@ -147,7 +93,7 @@ static void free_state(struct ofi_state *st) {
     free(l);
     l = next;
   }
-  free(st->links);
+  hetccl_ofi_links_free(st);
   pthread_mutex_destroy(&st->lock);
   free(st);
 }
@@ -263,9 +209,6 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
   if (ctx->state[HETCCL_TRANSPORT_OFI])
     return hetccl_error(hetcclInvalidUsage, "ofi: setup called twice for one communicator");
-  if (ctx->nranks > OFI_MAX_RANKS)
-    return hetccl_error(hetcclInvalidUsage, "ofi: links name at most %d ranks; this communicator has %d",
-                        OFI_MAX_RANKS, ctx->nranks);
   char why[512] = "";
   const struct ofi_api *api = ofi_api_load(ctx->ofi_library, why, sizeof why);
   if (!api) return hetccl_error(hetcclSystemError, "ofi: %s", why);
@@ -281,11 +224,6 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   st->max_inflight = ctx->ofi_inflight > 0 ? ctx->ofi_inflight : 8;
   st->piece_bytes = ctx->ofi_piece_bytes >= 64 ? ctx->ofi_piece_bytes & ~(size_t)63 : (size_t)1 << 20;
   ofi_regcache_init(&st->cache, hetccl_ofi_reg, hetccl_ofi_dereg, st, &st->lock, ctx->ofi_regcache);
-  st->links = calloc((size_t)ctx->nranks, sizeof *st->links);
-  if (!st->links) {
-    rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
-    goto fail;
-  }
   char prov[64];
   if (!ofi_choose_provider(api, ctx->ofi_provider, prov, sizeof prov, why, sizeof why)) {
     rc = hetccl_error(hetcclSystemError, "ofi: %s", why);
@@ -356,12 +294,24 @@ int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts 
   return 0;
 }
 
+int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  int active = 0;
+  for (struct ofi_link *l = st->active; l; l = l->act_next) active++;
+  *out = (struct ofi_link_counts){.advances = st->advances, .open = (int)st->nopen, .active = active,
+                                  .table = (int)st->cap_ids};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
+}
+
 void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_OFI);
   if (!st) return;
-  for (int p = 0; p < st->nranks; p++)
-    if (st->links[p]) hetccl_ofi_close(&st->links[p]->base);
+  for (uint32_t id = 0; id < st->nids; id++)
+    if (st->by_id[id]) hetccl_ofi_close(&st->by_id[id]->base);
   free_state(st);
   ctx->state[HETCCL_TRANSPORT_OFI] = NULL;
 }
@@ -437,9 +387,12 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
                         "ofi: ranks %d and %d chose different libfabric providers (%s and %s), whose wire protocols "
                         "do not meet; set HETCCL_OFI_PROVIDER alike on every rank",
                         ctx->rank, peer, st->prov, a.prov);
-  if (st->links[peer]) return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
   hetcclResult_t rc = hetcclSuccess;
   pthread_mutex_lock(&st->lock);
+  if (hetccl_ofi_link_by_peer(st, peer)) {
+    pthread_mutex_unlock(&st->lock);
+    return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
+  }
   /* The piece size cuts messages on both ends: the agreed value (core
    * configures rank 0's after setup, before the first connect). */
   if (ctx->ofi_piece_bytes >= 64) {
@@ -455,7 +408,11 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     goto out;
   }
   rc = new_link(st, peer, fa, &l);
-  if (rc != hetcclSuccess) goto out;
+  if (rc == hetcclSuccess) rc = hetccl_ofi_links_add(st, l);
+  if (rc != hetcclSuccess) {
+    if (l) l->closed = 1; /* on the dead list already: freed at teardown */
+    goto out;
+  }
   /* The hello is a send with a completion: connect returns only once it
    * left, so the peer never waits on a rank that stopped polling after its
    * connects (software providers move data only while polled). */
@@ -463,8 +420,8 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
   memset(&hello->msg, 0, sizeof hello->msg);
   hello->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
-  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.c.mac);
-  st->links[peer] = l;
+  hello->msg.c.link_id = l->id;
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, l->id, hello->msg.c.mac);
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
   struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
@@ -493,7 +450,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     pthread_mutex_lock(&st->lock);
   }
   if (rc != hetcclSuccess) {
-    st->links[peer] = NULL;
+    hetccl_ofi_links_remove(st, l);
     l->closed = 1;
     goto out;
   }
@@ -520,88 +477,8 @@ void hetccl_ofi_close(hetccl_link *link) {
   uint64_t deadline = hetccl_deadline_ms(1000);
   while (l->inflight > 0 && !l->error && !hetccl_expired(deadline))
     if (hetccl_ofi_progress(st) != hetcclSuccess) break;
+  hetccl_ofi_links_remove(st, l);
   l->closed = 1;
-  if (st->links[l->base.peer] == l) st->links[l->base.peer] = NULL;
   pthread_mutex_unlock(&st->lock); /* its memory stays until teardown */
 }
 
-/* Device memory given as a dma-buf (the device kind's dmabuf_export): the
- * NIC reads and writes it directly. Only with libfabric 1.20's headers;
- * compiled against 2.x's, never run (no RDMA NIC where it was written). The
- * contract carries no device kind yet, so the interface is CUDA's. */
-hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
-                                     struct ofi_reg *r) {
-#ifdef FI_MR_DMABUF
-  struct fi_mr_dmabuf buf = {.fd = fd, .offset = offset, .len = bytes, .base_addr = base};
-  struct fi_mr_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.dmabuf = &buf;
-  attr.iov_count = 1;
-  attr.access = FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE;
-  attr.requested_key = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
-  attr.iface = FI_HMEM_CUDA;
-  struct fid_mr *mr = NULL;
-  int rc = fi_mr_regattr(st->domain, &attr, FI_MR_DMABUF, &mr);
-  if (!rc && st->rules.bind_endpoint) {
-    rc = fi_mr_bind(mr, &st->ep->fid, 0);
-    if (!rc) rc = fi_mr_enable(mr);
-  }
-  if (rc) {
-    if (mr) fi_close(&mr->fid);
-    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", fd, bytes,
-                        st->prov, hetccl_ofi_strerror(st, rc));
-  }
-  hetcclResult_t krc = read_keys(st, mr, &r->keys);
-  if (krc != hetcclSuccess) {
-    fi_close(&mr->fid);
-    return krc;
-  }
-  r->mr = mr;
-  /* Device memory always goes with its descriptor (FI_MR_HMEM asks for it). */
-  r->desc = fi_mr_desc(mr);
-  r->lo = (uintptr_t)base;
-  r->hi = (uintptr_t)base + bytes;
-  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", bytes, st->prov);
-  return hetcclSuccess;
-#else
-  (void)base, (void)bytes, (void)offset, (void)r;
-  return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
-                      "FI_MR_DMABUF (provider %s)", fd, st->prov);
-#endif
-}
-
-hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: memory registration before setup");
-  if (h->device && h->dmabuf_fd < 0)
-    return hetccl_error(hetcclInvalidUsage, "ofi: device memory is registered through a dma-buf only");
-  if (h->dmabuf_fd >= 0 && !(st->info->caps & FI_HMEM))
-    return hetccl_error(hetcclInvalidUsage,
-                        "ofi: dma-buf registration needs FI_HMEM and libfabric 1.20 (headers at build, library at "
-                        "run time); provider %s does not offer it here",
-                        st->prov);
-  struct ofi_reg *r = calloc(1, sizeof *r);
-  if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
-  pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(st, h->base, h->bytes, h->dmabuf_fd, 0, r)
-                                        : hetccl_ofi_reg(st, h->base, h->bytes, r);
-  pthread_mutex_unlock(&st->lock);
-  if (rc != hetcclSuccess) {
-    free(r);
-    return rc;
-  }
-  h->key = r->keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
-  h->priv = r;
-  return hetcclSuccess;
-}
-
-void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  struct ofi_reg *r = h->priv;
-  if (!r) return;
-  if (st) pthread_mutex_lock(&st->lock);
-  hetccl_ofi_dereg(st, r);
-  if (st) pthread_mutex_unlock(&st->lock);
-  free(r);
-  h->priv = NULL;
-}
