@@ -56,6 +56,14 @@ static void on_error(struct ofi_state *st) {
   struct ofi_op_ctx *oc = e.op_context;
   char prov[128] = "";
   if (st->cq->ops->strerror) st->cq->ops->strerror(st->cq, e.prov_errno, e.err_data, prov, sizeof prov);
+  if (oc && oc->kind == OFI_CTX_CTRL_RECV && !oc->link) { /* a pool receive: no link's own */
+    if (e.err != FI_ECANCELED) {
+      char why[192];
+      snprintf(why, sizeof why, "%s (%s)", st->api->strerror(e.err), prov);
+      hetccl_ofi_ctrl_failed(st, (struct ofi_ctrl_recv *)oc, e.tag, why);
+    }
+    return;
+  }
   if (oc && (oc->kind == OFI_CTX_CTRL_RECV || oc->kind == OFI_CTX_WRITE || oc->kind == OFI_CTX_HELLO_SEND ||
              oc->kind == OFI_CTX_EAGER_RECV || oc->kind == OFI_CTX_MISMATCH_SEND)) {
     struct ofi_link *l = oc->link;
@@ -73,7 +81,7 @@ static void on_error(struct ofi_state *st) {
 }
 
 static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
-  struct fi_cq_data_entry ev[16];
+  struct fi_cq_tagged_entry ev[16];
   for (;;) {
     ssize_t n = fi_cq_read(st->cq, ev, 16);
     if (n == -FI_EAGAIN) return hetcclSuccess;
@@ -103,11 +111,7 @@ static hetcclResult_t poll_cq(struct ofi_state *st, int *moved) {
         rx->eager_key = (ev[i].flags & FI_REMOTE_CQ_DATA) ? (uint32_t)ev[i].data : 0;
         rx->arrived = 1;
       } else if (oc->kind == OFI_CTX_CTRL_RECV) {
-        struct ofi_ctrl_recv *r = (struct ofi_ctrl_recv *)oc;
-        struct ofi_link *l = oc->link;
-        hetccl_ofi_on_ctrl(l, &r->msg, ev[i].len);
-        hetccl_ofi_send_due_mismatch(l);
-        if (!l->closed && !l->error) (void)hetccl_ofi_post_ctrl_recv(l, (int)(r - l->ctrl_recvs));
+        hetccl_ofi_ctrl_arrived(st, (struct ofi_ctrl_recv *)oc, ev[i].tag, ev[i].len);
       }
     }
     if (n < 16) return hetcclSuccess;

@@ -4,7 +4,7 @@
  * peers. setup() opens them with the provider chosen (ofi_api.c) and
  * publishes the endpoint's name; connect() inserts the peer's name into
  * the address vector (a link's first use: nothing is inserted for peers
- * never linked), posts the link's control receives and sends a HELLO that
+ * never linked), takes what the peer sent before (ofi_ctrlq.c) and sends a HELLO that
  * proves the communicator's secret and gives the peer our id of the link
  * (what its writes name, ofi_links.c). Registration is ofi_reg.c. The higher rank waits (bounded by the timeout)
  * for the lower rank's HELLO, as the socket transport waits for streams;
@@ -42,7 +42,7 @@ static hetcclResult_t open_endpoint(struct ofi_state *st) {
   const char *what = "fi_fabric";
   int rc = st->api->fabric(fi->fabric_attr, &st->fabric, NULL);
   if (!rc) what = "fi_domain", rc = fi_domain(st->fabric, fi, &st->domain, NULL);
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE, .size = 0};
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE, .size = 0};
   if (!rc) what = "fi_cq_open", rc = fi_cq_open(st->domain, &cq_attr, &st->cq, NULL);
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
   if (!rc) what = "fi_av_open", rc = fi_av_open(st->domain, &av_attr, &st->av, NULL);
@@ -71,6 +71,8 @@ static void free_state(struct ofi_state *st) {
     l->ctrl_mr = NULL;
     l = next;
   }
+  if (st->ctrl_pool_mr) fi_close(&st->ctrl_pool_mr->fid);
+  st->ctrl_pool_mr = NULL;
   close_fid(st->ep ? &st->ep->fid : NULL);
   close_fid(st->av ? &st->av->fid : NULL);
   close_fid(st->cq ? &st->cq->fid : NULL);
@@ -88,12 +90,13 @@ static void free_state(struct ofi_state *st) {
     hetccl_opq_free(&l->sendq);
     hetccl_opq_free(&l->recvq);
     free(l->writes);
-    free(l->ctrl_recvs);
+    free(l->ctrl_sends);
     free(l->ctrl_out);
     free(l);
     l = next;
   }
   hetccl_ofi_links_free(st);
+  hetccl_ofi_ctrl_pool_free(st);
   pthread_mutex_destroy(&st->lock);
   free(st);
 }
@@ -257,6 +260,7 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   }
   if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
   HETCCL_CHECK(open_endpoint(st));
+  HETCCL_CHECK(hetccl_ofi_ctrl_pool_start(st));
   struct ofi_addr a;
   memset(&a, 0, sizeof a);
   size_t len = sizeof a.name;
@@ -316,22 +320,6 @@ void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
   ctx->state[HETCCL_TRANSPORT_OFI] = NULL;
 }
 
-hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i) {
-  struct ofi_state *st = l->st;
-  struct ofi_ctrl_recv *r = &l->ctrl_recvs[i];
-  void *desc = l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL;
-  uint64_t deadline = 0;
-  for (;;) {
-    ssize_t rc = fi_trecv(st->ep, &r->msg, sizeof r->msg, desc, l->peer_addr, OFI_CTRL_TAG | (uint64_t)l->base.peer, 0,
-                          &r->ctx);
-    if (rc == 0) return hetcclSuccess;
-    if (!deadline) deadline = hetccl_deadline_ms(1000);
-    if (rc != -FI_EAGAIN || hetccl_expired(deadline))
-      return hetccl_ofi_fail(l, hetcclSystemError, "cannot post a control receive: %s", hetccl_ofi_strerror(st, rc));
-    (void)fi_cq_read(st->cq, NULL, 0); /* progress (reads nothing), then try again */
-  }
-}
-
 static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, struct ofi_link **out) {
   struct ofi_link *l = calloc(1, sizeof *l);
   if (!l) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
@@ -340,19 +328,19 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
   l->st = st;
   l->peer_addr = fa;
   l->writes = calloc((size_t)st->max_inflight, sizeof *l->writes);
-  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 2, sizeof *l->ctrl_recvs);
+  l->ctrl_sends = calloc(2, sizeof *l->ctrl_sends);
   for (int s = 0; s < OFI_NSTAGE; s++) l->stage[s].busy = 0;
   /* Kept until teardown from here on (completions may name it). */
   l->next_dead = st->dead;
   st->dead = l;
-  if (!l->writes || !l->ctrl_recvs) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
+  if (!l->writes || !l->ctrl_sends) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
   for (int i = 0; i < st->max_inflight; i++) {
     l->writes[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_WRITE, .link = l};
     l->writes[i].next_free = l->free_writes;
     l->free_writes = &l->writes[i];
   }
   if (st->rules.local_desc) {
-    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 2) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
+    int rc = fi_mr_reg(st->domain, l->ctrl_sends, 2 * sizeof *l->ctrl_sends, FI_SEND | FI_RECV, 0,
                        ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size), 0, &l->ctrl_mr, NULL);
     if (!rc && st->rules.bind_endpoint) {
       rc = fi_mr_bind(l->ctrl_mr, &st->ep->fid, 0);
@@ -361,10 +349,6 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
     if (rc)
       return hetccl_error(hetcclSystemError, "ofi: cannot register a link's control buffers: %s",
                           hetccl_ofi_strerror(st, rc));
-  }
-  for (int i = 0; i < OFI_CTRL_RECVS; i++) {
-    l->ctrl_recvs[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_CTRL_RECV, .link = l};
-    HETCCL_TRY(hetccl_ofi_post_ctrl_recv(l, i));
   }
   *out = l;
   return hetcclSuccess;
@@ -416,7 +400,9 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   /* The hello is a send with a completion: connect returns only once it
    * left, so the peer never waits on a rank that stopped polling after its
    * connects (software providers move data only while polled). */
-  struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
+  /* What the peer sent before this link existed (its hello, if it came first). */
+  hetccl_ofi_ctrl_replay(st, l);
+  struct ofi_ctrl_recv *hello = &l->ctrl_sends[0];
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
   memset(&hello->msg, 0, sizeof hello->msg);
   hello->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};

@@ -26,7 +26,14 @@
  * the slot of a message is its sequence mod this, carried in the
  * immediate data. */
 #define OFI_RTR_WINDOW 16
-#define OFI_CTRL_RECVS (2 * OFI_RTR_WINDOW + 4)
+/* Control receives the endpoint keeps posted for every link together
+ * (tag OFI_CTRL_TAG, the rank bits ignored): what arrives beyond them
+ * waits in the provider until one is posted again, so this bounds
+ * nothing but how many are taken per poll. */
+#define OFI_CTRL_POOL 256
+#define OFI_CTRL_RANK_MASK 0x7fffffffull     /* the sender's rank in a control tag */
+/* Control messages kept for a peer not linked yet (its connect came first). */
+#define OFI_EARLY_PER_PEER 64
 #define OFI_NSTAGE 2                 /* staging buffers of a link for consumed receives */
 #define OFI_MAX_PIECES (1u << 12)    /* pieces per message (12 bits of immediate data) */
 /* Links a rank holds open at once: a remote write names the receiver's link
@@ -167,7 +174,13 @@ struct ofi_op_ctx {
 };
 
 struct ofi_ctrl_recv {
-  struct ofi_op_ctx ctx;
+  struct ofi_op_ctx ctx;       /* a pool receive: link NULL */
+  struct ofi_ctrl_wire msg;
+};
+
+struct ofi_early {
+  int peer;
+  uint32_t len;
   struct ofi_ctrl_wire msg;
 };
 
@@ -255,7 +268,7 @@ struct ofi_link {
   uint8_t *eager_land;             /* OFI_RTR_WINDOW x OFI_EAGER_BYTES, page-aligned */
   struct ofi_reg *eager_reg;
   /* Control. */
-  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's and MISMATCH's buffers */
+  struct ofi_ctrl_recv *ctrl_sends;   /* our HELLO's [0] and MISMATCH's [1] buffers */
   struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
   struct ofi_ctrl_wire *ctrl_out;     /* queued after -FI_EAGAIN */
   int nctrl_out, cap_ctrl_out;
@@ -292,6 +305,10 @@ struct ofi_state {
   struct ofi_link **by_peer;     /* open addressing by peer rank, linear probing; a power of two */
   uint32_t peer_cap, nopen;
   struct ofi_link *active;       /* links with work posted or queued: progress advances these only */
+  struct ofi_ctrl_recv *ctrl_pool; /* OFI_CTRL_POOL control receives, shared by every link (ofi_ctrlq.c) */
+  struct fid_mr *ctrl_pool_mr;   /* FI_MR_LOCAL: their registration */
+  struct ofi_early *early;       /* control messages from peers not linked yet, in arrival order */
+  uint32_t nearly, cap_early;
   uint64_t advances;             /* link advances by progress, for tests (hetccl_ofi_link_counts) */
   struct ofi_link *dead;
   struct ofi_regcache cache;
@@ -355,8 +372,20 @@ hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t by
                                      struct ofi_reg *r);
 /* The "link.device_memory" extension (ofi_devmem.c, transport/link_devmem.h). */
 const void *hetccl_ofi_extension(hetccl_link *link, const char *name);
-/* Posts control receive i of a link again. */
-hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i);
+/* ofi_ctrlq.c: the endpoint's shared control receives */
+/* Registers and posts the pool (setup). */
+hetcclResult_t hetccl_ofi_ctrl_pool_start(struct ofi_state *st);
+/* A pool receive completed with `len` bytes under `tag`: handed to the
+ * sender's link, or kept for its connect; then posted again. */
+void hetccl_ofi_ctrl_arrived(struct ofi_state *st, struct ofi_ctrl_recv *r, uint64_t tag, size_t len);
+/* A pool receive that failed: the sender's link (by the tag) fails; the
+ * receive is posted again. */
+void hetccl_ofi_ctrl_failed(struct ofi_state *st, struct ofi_ctrl_recv *r, uint64_t tag, const char *why);
+/* Connect: what the peer sent before its link existed, from its latest
+ * HELLO on (what precedes it belongs to an earlier link to that peer). */
+void hetccl_ofi_ctrl_replay(struct ofi_state *st, struct ofi_link *l);
+/* Frees the pool's memory (after the endpoint closed). */
+void hetccl_ofi_ctrl_pool_free(struct ofi_state *st);
 /* The libfabric error text of rc (negative). */
 const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc);
 /* Sends a control message (queued after -FI_EAGAIN; ofi.c). */

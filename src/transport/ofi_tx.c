@@ -45,7 +45,7 @@ hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl_wi
  * until it left (software providers send only while polled). */
 static void send_mismatch(struct ofi_link *l, uint64_t msg, size_t bytes, const struct hetccl_call_sig *sig) {
   struct ofi_state *st = l->st;
-  struct ofi_ctrl_recv *m = &l->ctrl_recvs[OFI_CTRL_RECVS + 1];
+  struct ofi_ctrl_recv *m = &l->ctrl_sends[1];
   m->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_MISMATCH_SEND, .link = l};
   memset(&m->msg, 0, sizeof m->msg);
   m->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_MISMATCH, .comm_tag = (uint32_t)st->comm_tag,
