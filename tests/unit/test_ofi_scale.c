@@ -127,6 +127,7 @@ static int transfer(hetccl_link *from, int src, hetccl_link *to, size_t bytes, i
 
 static void ranks_past_4096(void) {
   enum { N = 8192, A = 4097, B = 5000 };
+  uint64_t t0 = hetccl_now_ns();
   static struct rank_ctx ra, rb;
   /* Small pieces: a 1 MiB message is 256 writes, their immediate data
    * naming the receiver's link. */
@@ -160,16 +161,19 @@ static void ranks_past_4096(void) {
   if (lb) ops()->close(lb);
   ops()->teardown(&ra.ctx);
   ops()->teardown(&rb.ctx);
-  printf("%-66s %s\n", "ofi: ranks 4,097 and 5,000 of 8,192 link and move every path", g_failed ? "FAIL" : "ok");
+  printf("%-66s %s (%.1f s)\n", "ofi: ranks 4,097 and 5,000 of 8,192 link and move every path", g_failed ? "FAIL" : "ok",
+         (double)(hetccl_now_ns() - t0) / 1e9);
 }
 
 static void progress_active_only(void) {
   enum { SPOKES = 64, PASSES = 200 };
   int fails0 = g_failed;
+  uint64_t t0 = hetccl_now_ns();
   static struct rank_ctx hub, spoke[SPOKES];
   int ok = setup_rank(&hub, 0, SPOKES + 1, 0) == 0;
   for (int i = 0; i < SPOKES && ok; i++) ok = setup_rank(&spoke[i], i + 1, SPOKES + 1, 0) == 0;
   CHECK(ok, "setup of %d ranks", SPOKES + 1);
+  printf("  %d endpoints set up in %.1f s\n", SPOKES + 1, (double)(hetccl_now_ns() - t0) / 1e9);
   if (!ok) return;
   static hetccl_link *hub_links[SPOKES], *spoke_links[SPOKES];
   static struct connect_job hj, sj[SPOKES];
@@ -187,6 +191,7 @@ static void progress_active_only(void) {
     if (sj[i].rc != hetcclSuccess) ok = 0;
   }
   CHECK(ok && hj.rc == hetcclSuccess, "rank 0 links to %d ranks (%s)", SPOKES, hj.err);
+  printf("  linked after %.1f s\n", (double)(hetccl_now_ns() - t0) / 1e9);
   if (ok && hj.rc == hetcclSuccess) {
     /* One receive posted on one link; its sender not yet. */
     enum { BYTES = 100000 };
@@ -219,7 +224,8 @@ static void progress_active_only(void) {
   }
   ops()->teardown(&hub.ctx);
   for (int i = 0; i < SPOKES; i++) ops()->teardown(&spoke[i].ctx);
-  printf("%-66s %s\n", "ofi: progress advances only the links with work (1 of 64)", g_failed != fails0 ? "FAIL" : "ok");
+  printf("%-66s %s (%.1f s)\n", "ofi: progress advances only the links with work (1 of 64)",
+         g_failed != fails0 ? "FAIL" : "ok", (double)(hetccl_now_ns() - t0) / 1e9);
 }
 
 int main(void) {
