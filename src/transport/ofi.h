@@ -48,6 +48,8 @@ struct ofi_link_counts {
   int open;            /* links open */
   int active;          /* links on the active list now (work posted or queued) */
   int table;           /* slots of the id table: grows with the links opened, not with nranks */
+  uint64_t early;      /* control messages kept for a peer not linked yet, since setup */
+  uint64_t replayed;   /* ... of them handed to the link its connect made */
 };
 /* 0 and the counts of ctx's ofi state; -1 when ofi is not set up there. */
 int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out);

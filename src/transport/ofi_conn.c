@@ -305,7 +305,8 @@ int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *o
   int active = 0;
   for (struct ofi_link *l = st->active; l; l = l->act_next) active++;
   *out = (struct ofi_link_counts){.advances = st->advances, .open = (int)st->nopen, .active = active,
-                                  .table = (int)st->cap_ids};
+                                  .table = (int)st->cap_ids, .early = st->early_kept,
+                                  .replayed = st->early_replayed};
   pthread_mutex_unlock(&st->lock);
   return 0;
 }

@@ -81,6 +81,7 @@ static void keep_early(struct ofi_state *st, int peer, const struct ofi_ctrl_wir
   e->peer = peer;
   e->len = (uint32_t)len;
   memcpy(&e->msg, m, len);
+  st->early_kept++;
 }
 
 void hetccl_ofi_ctrl_arrived(struct ofi_state *st, struct ofi_ctrl_recv *r, uint64_t tag, size_t len) {
@@ -119,6 +120,7 @@ void hetccl_ofi_ctrl_replay(struct ofi_state *st, struct ofi_link *l) {
       continue;
     }
     if (i >= from) {
+      st->early_replayed++;
       hetccl_ofi_on_ctrl(l, &e->msg, e->len);
       hetccl_ofi_send_due_mismatch(l);
     }

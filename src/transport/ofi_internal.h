@@ -309,6 +309,7 @@ struct ofi_state {
   struct fid_mr *ctrl_pool_mr;   /* FI_MR_LOCAL: their registration */
   struct ofi_early *early;       /* control messages from peers not linked yet, in arrival order */
   uint32_t nearly, cap_early;
+  uint64_t early_kept, early_replayed; /* for tests */
   uint64_t advances;             /* link advances by progress, for tests (hetccl_ofi_link_counts) */
   struct ofi_link *dead;
   struct ofi_regcache cache;

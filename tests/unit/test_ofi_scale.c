@@ -8,6 +8,11 @@
  *     in place over many pieces, staged through consume) both ways, every
  *     byte checked; the link table holds what the links need, never one
  *     slot per rank;
+ *   - a peer's hello and advertisement that arrive before this rank's
+ *     connect to it (while it waits on another peer) are kept and handed
+ *     to the link when it is made: rank 1 links to rank 2 and posts a
+ *     receive while rank 2 is still waiting for rank 0; the message then
+ *     moves, checked;
  *   - progress over active links only: rank 0 linked to 64 ranks, one
  *     receive posted on one link, 200 tests advance that link alone (the
  *     transport's advance counter), not 64 per pass; the receive then
@@ -165,6 +170,84 @@ static void ranks_past_4096(void) {
          (double)(hetccl_now_ns() - t0) / 1e9);
 }
 
+/* Rank 1 links to rank 2 and posts a receive from it while rank 2 is still
+ * inside its connect to rank 0: what rank 1 sent reaches rank 2 before its
+ * link to rank 1 exists. */
+struct early_job {
+  struct rank_ctx *r1, *r2;
+  hetccl_link *link;
+  uint64_t req;
+  uint8_t *in;
+  hetcclResult_t rc;
+};
+
+static void *early_rank1(void *arg) {
+  struct early_job *j = arg;
+  j->rc = ops()->connect(&j->r1->ctx, 2, j->r2->addr, &j->link);
+  if (j->rc == hetcclSuccess) j->rc = hetccl_link_irecv(j->link, j->in, 100000, NULL, NULL, NULL, &j->req);
+  /* Polls a while, so the advertisement leaves (software providers send
+   * only while polled). */
+  uint64_t until = hetccl_deadline_ms(300);
+  for (int done = 0; j->rc == hetcclSuccess && !hetccl_expired(until);) j->rc = hetccl_link_test(j->link, j->req, &done);
+  return NULL;
+}
+
+/* Rank 0 links to rank 2 only once rank 1 has sent its hello and
+ * advertisement (rank 2 polls meanwhile, inside its connect to rank 0). */
+struct late_job {
+  pthread_t after;
+  struct connect_job *job;
+};
+
+static void *late_rank0(void *arg) {
+  struct late_job *j = arg;
+  pthread_join(j->after, NULL);
+  return connect_thread(j->job);
+}
+
+static void early_messages(void) {
+  int fails0 = g_failed;
+  static struct rank_ctx r[3];
+  if (setup_rank(&r[0], 0, 3, 0) || setup_rank(&r[1], 1, 3, 0) || setup_rank(&r[2], 2, 3, 0)) {
+    CHECK(0, "setup of 3 ranks");
+    return;
+  }
+  hetccl_link *l02 = NULL, *l20 = NULL, *l21 = NULL;
+  uint8_t *in = calloc(1, 100000), *out = malloc(100000);
+  for (int i = 0; i < 100000; i++) out[i] = pattern(2, 5, (size_t)i);
+  struct early_job j1 = {.r1 = &r[1], .r2 = &r[2], .in = in};
+  struct connect_job j0 = {.me = &r[0], .peers = {&r[2]}, .links = {&l02}, .npeers = 1};
+  struct connect_job j2 = {.me = &r[2], .peers = {&r[0]}, .links = {&l20}, .npeers = 1};
+  struct late_job late = {.job = &j0};
+  pthread_t t0;
+  pthread_create(&late.after, NULL, early_rank1, &j1);
+  pthread_create(&t0, NULL, late_rank0, &late); /* joins rank 1's thread */
+  connect_thread(&j2);
+  pthread_join(t0, NULL);
+  CHECK(j0.rc == hetcclSuccess && j2.rc == hetcclSuccess && j1.rc == hetcclSuccess, "ranks link (%s%s)", j0.err,
+        j2.err);
+  struct ofi_link_counts c2a, c2b;
+  hetccl_ofi_link_counts(&r[2].ctx, &c2a);
+  hetcclResult_t rc = j1.rc == hetcclSuccess ? ops()->connect(&r[2].ctx, 1, r[1].addr, &l21) : j1.rc;
+  hetccl_ofi_link_counts(&r[2].ctx, &c2b);
+  uint64_t rs = 0;
+  if (rc == hetcclSuccess) rc = hetccl_link_isend(l21, out, 100000, NULL, &rs);
+  if (rc == hetcclSuccess) rc = wait_both(j1.link, j1.req, l21, rs);
+  CHECK(rc == hetcclSuccess && !memcmp(in, out, 100000), "the message moves: %s",
+        rc == hetcclSuccess ? "wrong bytes" : hetccl_last_error());
+  CHECK(c2a.early >= 1 && c2b.replayed >= 1,
+        "rank 2 kept rank 1's hello and advertisement before its link existed (%llu kept, %llu handed on)",
+        (unsigned long long)c2a.early, (unsigned long long)c2b.replayed);
+  hetccl_link *all[] = {l02, l20, l21, j1.link};
+  for (int i = 0; i < 4; i++)
+    if (all[i]) ops()->close(all[i]);
+  for (int i = 0; i < 3; i++) ops()->teardown(&r[i].ctx);
+  free(in);
+  free(out);
+  printf("%-66s %s (%llu kept)\n", "ofi: messages that arrive before the link is made are kept for it",
+         g_failed != fails0 ? "FAIL" : "ok", (unsigned long long)c2b.replayed);
+}
+
 static void progress_active_only(void) {
   enum { SPOKES = 64, PASSES = 200 };
   int fails0 = g_failed;
@@ -230,6 +313,7 @@ static void progress_active_only(void) {
 
 int main(void) {
   ranks_past_4096();
+  early_messages();
   progress_active_only();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
