@@ -4,11 +4,12 @@
  * peers. setup() opens them with the provider chosen (ofi_api.c) and
  * publishes the endpoint's name; connect() inserts the peer's name into
  * the address vector (a link's first use: nothing is inserted for peers
- * never linked), takes what the peer sent before (ofi_ctrlq.c) and sends a HELLO that
- * proves the communicator's secret and gives the peer our id of the link
- * (what its writes name, ofi_links.c). Registration is ofi_reg.c. The higher rank waits (bounded by the timeout)
- * for the lower rank's HELLO, as the socket transport waits for streams;
- * the lower rank returns at once.
+ * never linked), takes what the peer sent before the link existed
+ * (ofi_ctrlq.c) and sends a HELLO that proves the communicator's secret
+ * and gives the peer our id of the link (what its writes name,
+ * ofi_links.c). The higher rank waits (bounded by the timeout) for the
+ * lower rank's HELLO, as the socket transport waits for streams; the lower
+ * rank returns at once. Registration is ofi_reg.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
