@@ -209,7 +209,7 @@ static hetcclResult_t pump_listener(hetccl_net_ctx *ctx, struct socket_state *st
   hetccl_socket_watch_hellos(st, now); /* the new ones in the set, and ready */
   for (int i = st->hellos.n - 1; i >= 0; i--)
     if (hetccl_socket_watch_take_ready(st, st->hellos.conns[i].fd) &&
-        hetccl_acceptor_read(&st->hellos, i, &rules, now) == HETCCL_HELLO_GOOD)
+        (st->watch.reads++, hetccl_acceptor_read(&st->hellos, i, &rules, now)) == HETCCL_HELLO_GOOD)
       HETCCL_TRY(hello_complete(st, &rules, i, peer, fds, have));
   (void)hetccl_acceptor_expire(&st->hellos, &rules, now); /* and logs the count of refusals */
   return hetcclSuccess;

@@ -68,6 +68,7 @@ struct socket_watch {
   uint64_t *stamp;         /* by fd: accepted_ns of the hello connection registered under it, 0: none */
   uint8_t *ready;          /* by fd: reported readable (or new) and not read since */
   int cap;                 /* fds the two arrays cover */
+  uint64_t reads, waits;   /* hello reads tried and waits, for tests */
 };
 
 /* ctx->state[HETCCL_TRANSPORT_SOCKET] */

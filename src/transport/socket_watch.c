@@ -90,6 +90,7 @@ void hetccl_socket_unwatch(struct socket_state *st, int fd) {
 void hetccl_socket_watch_wait(struct socket_state *st, int ms) {
   struct socket_watch *w = &st->watch;
   struct epoll_event ev[64];
+  w->waits++;
   int n = epoll_wait(w->epoll_fd, ev, 64, ms);
   for (int i = 0; i < n; i++) {
     int fd = ev[i].data.fd;
