@@ -41,4 +41,17 @@ struct hetccl_net_ctx;
 /* 0 and the counts of ctx's ofi state; -1 when ofi is not set up there. */
 int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out);
 
+/* What a communicator's ofi links cost progress (transport/ofi_links.c):
+ * for tests. */
+struct ofi_link_counts {
+  uint64_t advances;   /* link advances by progress since setup: only active links are advanced */
+  int open;            /* links open */
+  int active;          /* links on the active list now (work posted or queued) */
+  int table;           /* slots of the id table: grows with the links opened, not with nranks */
+  uint64_t early;      /* control messages kept for a peer not linked yet, since setup */
+  uint64_t replayed;   /* ... of them handed to the link its connect made */
+};
+/* 0 and the counts of ctx's ofi state; -1 when ofi is not set up there. */
+int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out);
+
 #endif

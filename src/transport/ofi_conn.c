@@ -2,11 +2,14 @@
  * ofi link setup. One reliable-datagram endpoint per communicator, with
  * one completion queue for every operation and one address vector of the
  * peers. setup() opens them with the provider chosen (ofi_api.c) and
- * publishes the endpoint's name; connect() inserts the peer's name,
- * posts the link's control receives and sends a HELLO that proves the
- * communicator's secret. The higher rank waits (bounded by the timeout)
- * for the lower rank's HELLO, as the socket transport waits for streams;
- * the lower rank returns at once.
+ * publishes the endpoint's name; connect() inserts the peer's name into
+ * the address vector (a link's first use: nothing is inserted for peers
+ * never linked), takes what the peer sent before the link existed
+ * (ofi_ctrlq.c) and sends a HELLO that proves the communicator's secret
+ * and gives the peer our id of the link (what its writes name,
+ * ofi_links.c). The higher rank waits (bounded by the timeout) for the
+ * lower rank's HELLO, as the socket transport waits for streams; the lower
+ * rank returns at once. Registration is ofi_reg.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,69 +37,13 @@ static uint32_t fnv1a(const char *s) {
   return h;
 }
 
-/* What peers need of a registration: its key, or (FI_MR_RAW) its raw key
- * and base address, which must fit an advertisement. */
-static hetcclResult_t read_keys(struct ofi_state *st, struct fid_mr *mr, struct ofi_mr_keys *k) {
-  memset(k, 0, sizeof *k);
-  if (!st->rules.raw_key) {
-    k->key = fi_mr_key(mr);
-    return hetcclSuccess;
-  }
-  size_t n = sizeof k->raw;
-  uint64_t base = 0;
-  int rc = fi_mr_raw_attr(mr, &base, k->raw, &n, 0);
-  if (rc == -FI_ETOOSMALL)
-    return hetccl_error(hetcclSystemError,
-                        "ofi: provider %s's raw key (FI_MR_RAW) has %zu bytes; an advertisement carries at most %d",
-                        st->prov, n, OFI_MR_RAW_KEY_MAX);
-  if (rc || n == 0 || n > st->rules.raw_key_bytes)
-    return hetccl_error(hetcclSystemError, "ofi: provider %s gave no usable raw key (FI_MR_RAW, %zu bytes, %zu at most): %s",
-                        st->prov, n, st->rules.raw_key_bytes, rc ? hetccl_ofi_strerror(st, rc) : "bad size");
-  k->raw_base = base;
-  k->raw_len = (uint32_t)n;
-  return hetcclSuccess;
-}
-
-hetcclResult_t hetccl_ofi_reg(void *state, void *base, size_t bytes, struct ofi_reg *r) {
-  struct ofi_state *st = state;
-  struct fid_mr *mr = NULL;
-  uint64_t want = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
-  int rc = fi_mr_reg(st->domain, base, bytes, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, want, 0, &mr, NULL);
-  if (rc)
-    return hetccl_error(hetcclSystemError, "ofi: cannot register %zu bytes at %p with %s: %s", bytes, base, st->prov,
-                        hetccl_ofi_strerror(st, rc));
-  if (st->rules.bind_endpoint) {
-    rc = fi_mr_bind(mr, &st->ep->fid, 0);
-    if (!rc) rc = fi_mr_enable(mr);
-    if (rc) {
-      fi_close(&mr->fid);
-      return hetccl_error(hetcclSystemError, "ofi: cannot bind a registration to the endpoint (FI_MR_ENDPOINT): %s",
-                          hetccl_ofi_strerror(st, rc));
-    }
-  }
-  hetcclResult_t krc = read_keys(st, mr, &r->keys);
-  if (krc != hetcclSuccess) {
-    fi_close(&mr->fid);
-    return krc;
-  }
-  r->mr = mr;
-  r->desc = st->rules.local_desc ? fi_mr_desc(mr) : NULL;
-  return hetcclSuccess;
-}
-
-void hetccl_ofi_dereg(void *state, struct ofi_reg *r) {
-  (void)state;
-  if (r->mr) fi_close(&((struct fid_mr *)r->mr)->fid);
-  r->mr = NULL;
-}
-
 /* Opens fabric, domain, queue, address vector and endpoint for `info`. */
 static hetcclResult_t open_endpoint(struct ofi_state *st) {
   struct fi_info *fi = st->info;
   const char *what = "fi_fabric";
   int rc = st->api->fabric(fi->fabric_attr, &st->fabric, NULL);
   if (!rc) what = "fi_domain", rc = fi_domain(st->fabric, fi, &st->domain, NULL);
-  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE, .size = 0};
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE, .size = 0};
   if (!rc) what = "fi_cq_open", rc = fi_cq_open(st->domain, &cq_attr, &st->cq, NULL);
   struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
   if (!rc) what = "fi_av_open", rc = fi_av_open(st->domain, &av_attr, &st->av, NULL);
@@ -125,6 +72,8 @@ static void free_state(struct ofi_state *st) {
     l->ctrl_mr = NULL;
     l = next;
   }
+  if (st->ctrl_pool_mr) fi_close(&st->ctrl_pool_mr->fid);
+  st->ctrl_pool_mr = NULL;
   close_fid(st->ep ? &st->ep->fid : NULL);
   close_fid(st->av ? &st->av->fid : NULL);
   close_fid(st->cq ? &st->cq->fid : NULL);
@@ -142,12 +91,13 @@ static void free_state(struct ofi_state *st) {
     hetccl_opq_free(&l->sendq);
     hetccl_opq_free(&l->recvq);
     free(l->writes);
-    free(l->ctrl_recvs);
+    free(l->ctrl_sends);
     free(l->ctrl_out);
     free(l);
     l = next;
   }
-  free(st->links);
+  hetccl_ofi_links_free(st);
+  hetccl_ofi_ctrl_pool_free(st);
   pthread_mutex_destroy(&st->lock);
   free(st);
 }
@@ -263,9 +213,6 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
   if (ctx->state[HETCCL_TRANSPORT_OFI])
     return hetccl_error(hetcclInvalidUsage, "ofi: setup called twice for one communicator");
-  if (ctx->nranks > OFI_MAX_RANKS)
-    return hetccl_error(hetcclInvalidUsage, "ofi: links name at most %d ranks; this communicator has %d",
-                        OFI_MAX_RANKS, ctx->nranks);
   char why[512] = "";
   const struct ofi_api *api = ofi_api_load(ctx->ofi_library, why, sizeof why);
   if (!api) return hetccl_error(hetcclSystemError, "ofi: %s", why);
@@ -281,11 +228,6 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   st->max_inflight = ctx->ofi_inflight > 0 ? ctx->ofi_inflight : 8;
   st->piece_bytes = ctx->ofi_piece_bytes >= 64 ? ctx->ofi_piece_bytes & ~(size_t)63 : (size_t)1 << 20;
   ofi_regcache_init(&st->cache, hetccl_ofi_reg, hetccl_ofi_dereg, st, &st->lock, ctx->ofi_regcache);
-  st->links = calloc((size_t)ctx->nranks, sizeof *st->links);
-  if (!st->links) {
-    rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
-    goto fail;
-  }
   char prov[64];
   if (!ofi_choose_provider(api, ctx->ofi_provider, prov, sizeof prov, why, sizeof why)) {
     rc = hetccl_error(hetcclSystemError, "ofi: %s", why);
@@ -319,6 +261,7 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   }
   if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
   HETCCL_CHECK(open_endpoint(st));
+  HETCCL_CHECK(hetccl_ofi_ctrl_pool_start(st));
   struct ofi_addr a;
   memset(&a, 0, sizeof a);
   size_t len = sizeof a.name;
@@ -356,30 +299,27 @@ int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts 
   return 0;
 }
 
+int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  int active = 0;
+  for (struct ofi_link *l = st->active; l; l = l->act_next) active++;
+  *out = (struct ofi_link_counts){.advances = st->advances, .open = (int)st->nopen, .active = active,
+                                  .table = (int)st->cap_ids, .early = st->early_kept,
+                                  .replayed = st->early_replayed};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
+}
+
 void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_OFI);
   if (!st) return;
-  for (int p = 0; p < st->nranks; p++)
-    if (st->links[p]) hetccl_ofi_close(&st->links[p]->base);
+  for (uint32_t id = 0; id < st->nids; id++)
+    if (st->by_id[id]) hetccl_ofi_close(&st->by_id[id]->base);
   free_state(st);
   ctx->state[HETCCL_TRANSPORT_OFI] = NULL;
-}
-
-hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i) {
-  struct ofi_state *st = l->st;
-  struct ofi_ctrl_recv *r = &l->ctrl_recvs[i];
-  void *desc = l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL;
-  uint64_t deadline = 0;
-  for (;;) {
-    ssize_t rc = fi_trecv(st->ep, &r->msg, sizeof r->msg, desc, l->peer_addr, OFI_CTRL_TAG | (uint64_t)l->base.peer, 0,
-                          &r->ctx);
-    if (rc == 0) return hetcclSuccess;
-    if (!deadline) deadline = hetccl_deadline_ms(1000);
-    if (rc != -FI_EAGAIN || hetccl_expired(deadline))
-      return hetccl_ofi_fail(l, hetcclSystemError, "cannot post a control receive: %s", hetccl_ofi_strerror(st, rc));
-    (void)fi_cq_read(st->cq, NULL, 0); /* progress (reads nothing), then try again */
-  }
 }
 
 static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, struct ofi_link **out) {
@@ -390,19 +330,19 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
   l->st = st;
   l->peer_addr = fa;
   l->writes = calloc((size_t)st->max_inflight, sizeof *l->writes);
-  l->ctrl_recvs = calloc(OFI_CTRL_RECVS + 2, sizeof *l->ctrl_recvs);
+  l->ctrl_sends = calloc(2, sizeof *l->ctrl_sends);
   for (int s = 0; s < OFI_NSTAGE; s++) l->stage[s].busy = 0;
   /* Kept until teardown from here on (completions may name it). */
   l->next_dead = st->dead;
   st->dead = l;
-  if (!l->writes || !l->ctrl_recvs) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
+  if (!l->writes || !l->ctrl_sends) return hetccl_error(hetcclSystemError, "ofi: out of memory for a link");
   for (int i = 0; i < st->max_inflight; i++) {
     l->writes[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_WRITE, .link = l};
     l->writes[i].next_free = l->free_writes;
     l->free_writes = &l->writes[i];
   }
   if (st->rules.local_desc) {
-    int rc = fi_mr_reg(st->domain, l->ctrl_recvs, (OFI_CTRL_RECVS + 2) * sizeof *l->ctrl_recvs, FI_SEND | FI_RECV, 0,
+    int rc = fi_mr_reg(st->domain, l->ctrl_sends, 2 * sizeof *l->ctrl_sends, FI_SEND | FI_RECV, 0,
                        ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size), 0, &l->ctrl_mr, NULL);
     if (!rc && st->rules.bind_endpoint) {
       rc = fi_mr_bind(l->ctrl_mr, &st->ep->fid, 0);
@@ -411,10 +351,6 @@ static hetcclResult_t new_link(struct ofi_state *st, int peer, fi_addr_t fa, str
     if (rc)
       return hetccl_error(hetcclSystemError, "ofi: cannot register a link's control buffers: %s",
                           hetccl_ofi_strerror(st, rc));
-  }
-  for (int i = 0; i < OFI_CTRL_RECVS; i++) {
-    l->ctrl_recvs[i].ctx = (struct ofi_op_ctx){.kind = OFI_CTX_CTRL_RECV, .link = l};
-    HETCCL_TRY(hetccl_ofi_post_ctrl_recv(l, i));
   }
   *out = l;
   return hetcclSuccess;
@@ -437,9 +373,12 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
                         "ofi: ranks %d and %d chose different libfabric providers (%s and %s), whose wire protocols "
                         "do not meet; set HETCCL_OFI_PROVIDER alike on every rank",
                         ctx->rank, peer, st->prov, a.prov);
-  if (st->links[peer]) return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
   hetcclResult_t rc = hetcclSuccess;
   pthread_mutex_lock(&st->lock);
+  if (hetccl_ofi_link_by_peer(st, peer)) {
+    pthread_mutex_unlock(&st->lock);
+    return hetccl_error(hetcclInvalidUsage, "ofi: rank %d is linked to rank %d already", ctx->rank, peer);
+  }
   /* The piece size cuts messages on both ends: the agreed value (core
    * configures rank 0's after setup, before the first connect). */
   if (ctx->ofi_piece_bytes >= 64) {
@@ -455,16 +394,22 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     goto out;
   }
   rc = new_link(st, peer, fa, &l);
-  if (rc != hetcclSuccess) goto out;
+  if (rc == hetcclSuccess) rc = hetccl_ofi_links_add(st, l);
+  if (rc != hetcclSuccess) {
+    if (l) l->closed = 1; /* on the dead list already: freed at teardown */
+    goto out;
+  }
   /* The hello is a send with a completion: connect returns only once it
    * left, so the peer never waits on a rank that stopped polling after its
    * connects (software providers move data only while polled). */
-  struct ofi_ctrl_recv *hello = &l->ctrl_recvs[OFI_CTRL_RECVS];
+  /* What the peer sent before this link existed (its hello, if it came first). */
+  hetccl_ofi_ctrl_replay(st, l);
+  struct ofi_ctrl_recv *hello = &l->ctrl_sends[0];
   hello->ctx = (struct ofi_op_ctx){.kind = OFI_CTX_HELLO_SEND, .link = l};
   memset(&hello->msg, 0, sizeof hello->msg);
   hello->msg.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st->comm_tag};
-  hetccl_ofi_hello_mac(st, ctx->rank, peer, hello->msg.c.mac);
-  st->links[peer] = l;
+  hello->msg.c.link_id = l->id;
+  hetccl_ofi_hello_mac(st, ctx->rank, peer, l->id, hello->msg.c.mac);
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
   struct hetccl_backoff bo;
   hetccl_backoff_reset(&bo);
@@ -493,7 +438,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     pthread_mutex_lock(&st->lock);
   }
   if (rc != hetcclSuccess) {
-    st->links[peer] = NULL;
+    hetccl_ofi_links_remove(st, l);
     l->closed = 1;
     goto out;
   }
@@ -520,88 +465,8 @@ void hetccl_ofi_close(hetccl_link *link) {
   uint64_t deadline = hetccl_deadline_ms(1000);
   while (l->inflight > 0 && !l->error && !hetccl_expired(deadline))
     if (hetccl_ofi_progress(st) != hetcclSuccess) break;
+  hetccl_ofi_links_remove(st, l);
   l->closed = 1;
-  if (st->links[l->base.peer] == l) st->links[l->base.peer] = NULL;
   pthread_mutex_unlock(&st->lock); /* its memory stays until teardown */
 }
 
-/* Device memory given as a dma-buf (the device kind's dmabuf_export): the
- * NIC reads and writes it directly. Only with libfabric 1.20's headers;
- * compiled against 2.x's, never run (no RDMA NIC where it was written). The
- * contract carries no device kind yet, so the interface is CUDA's. */
-hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t bytes, int fd, uint64_t offset,
-                                     struct ofi_reg *r) {
-#ifdef FI_MR_DMABUF
-  struct fi_mr_dmabuf buf = {.fd = fd, .offset = offset, .len = bytes, .base_addr = base};
-  struct fi_mr_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.dmabuf = &buf;
-  attr.iov_count = 1;
-  attr.access = FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE;
-  attr.requested_key = ofi_mr_requested_key(&st->rules, &st->key_counter, st->key_size);
-  attr.iface = FI_HMEM_CUDA;
-  struct fid_mr *mr = NULL;
-  int rc = fi_mr_regattr(st->domain, &attr, FI_MR_DMABUF, &mr);
-  if (!rc && st->rules.bind_endpoint) {
-    rc = fi_mr_bind(mr, &st->ep->fid, 0);
-    if (!rc) rc = fi_mr_enable(mr);
-  }
-  if (rc) {
-    if (mr) fi_close(&mr->fid);
-    return hetccl_error(hetcclSystemError, "ofi: cannot register dma-buf %d (%zu bytes) with %s: %s", fd, bytes,
-                        st->prov, hetccl_ofi_strerror(st, rc));
-  }
-  hetcclResult_t krc = read_keys(st, mr, &r->keys);
-  if (krc != hetcclSuccess) {
-    fi_close(&mr->fid);
-    return krc;
-  }
-  r->mr = mr;
-  /* Device memory always goes with its descriptor (FI_MR_HMEM asks for it). */
-  r->desc = fi_mr_desc(mr);
-  r->lo = (uintptr_t)base;
-  r->hi = (uintptr_t)base + bytes;
-  HETCCL_INFO("ofi: %zu bytes of device memory registered as dma-buf with %s", bytes, st->prov);
-  return hetcclSuccess;
-#else
-  (void)base, (void)bytes, (void)offset, (void)r;
-  return hetccl_error(hetcclInvalidUsage, "ofi: dma-buf %d: this build's libfabric headers (before 1.20) lack "
-                      "FI_MR_DMABUF (provider %s)", fd, st->prov);
-#endif
-}
-
-hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: memory registration before setup");
-  if (h->device && h->dmabuf_fd < 0)
-    return hetccl_error(hetcclInvalidUsage, "ofi: device memory is registered through a dma-buf only");
-  if (h->dmabuf_fd >= 0 && !(st->info->caps & FI_HMEM))
-    return hetccl_error(hetcclInvalidUsage,
-                        "ofi: dma-buf registration needs FI_HMEM and libfabric 1.20 (headers at build, library at "
-                        "run time); provider %s does not offer it here",
-                        st->prov);
-  struct ofi_reg *r = calloc(1, sizeof *r);
-  if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
-  pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(st, h->base, h->bytes, h->dmabuf_fd, 0, r)
-                                        : hetccl_ofi_reg(st, h->base, h->bytes, r);
-  pthread_mutex_unlock(&st->lock);
-  if (rc != hetcclSuccess) {
-    free(r);
-    return rc;
-  }
-  h->key = r->keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
-  h->priv = r;
-  return hetcclSuccess;
-}
-
-void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  struct ofi_reg *r = h->priv;
-  if (!r) return;
-  if (st) pthread_mutex_lock(&st->lock);
-  hetccl_ofi_dereg(st, r);
-  if (st) pthread_mutex_unlock(&st->lock);
-  free(r);
-  h->priv = NULL;
-}

@@ -27,12 +27,13 @@ hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char
   return hetccl_error(l->error, "%s", l->error_text);
 }
 
-void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]) {
-  uint8_t text[16];
+void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint64_t link_id, uint8_t mac[32]) {
+  uint8_t text[24];
   uint32_t f = (uint32_t)from, t = (uint32_t)to;
   memcpy(text, &st->comm_tag, 8);
   memcpy(text + 8, &f, 4);
   memcpy(text + 12, &t, 4);
+  memcpy(text + 16, &link_id, 8);
   hetccl_hmac_sha256(st->secret, HETCCL_SECRET_BYTES, text, sizeof text, mac);
 }
 
@@ -123,13 +124,19 @@ void hetccl_ofi_on_ctrl(struct ofi_link *l, const void *buf, size_t len) {
   const struct ofi_ctrl *c = &w.c;
   if (c->type == OFI_CTRL_HELLO) {
     uint8_t mac[32];
-    hetccl_ofi_hello_mac(st, l->base.peer, st->rank, mac);
+    hetccl_ofi_hello_mac(st, l->base.peer, st->rank, c->link_id, mac);
     unsigned diff = 0;
     for (int i = 0; i < 32; i++) diff |= mac[i] ^ c->mac[i];
     if (diff) {
       hetccl_ofi_fail(l, hetcclRemoteError, "hello does not prove the communicator's secret");
       return;
     }
+    if (c->link_id >= OFI_MAX_LINK_IDS) {
+      hetccl_ofi_fail(l, hetcclRemoteError, "hello names link id %llu (at most %u)",
+                      (unsigned long long)c->link_id, (unsigned)OFI_MAX_LINK_IDS - 1);
+      return;
+    }
+    l->peer_id = (uint32_t)c->link_id; /* our writes name the peer's link by it */
     l->hello_ok = 1;
     return;
   }

@@ -146,6 +146,10 @@ int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts 
   (void)ctx, (void)out;
   return -1;
 }
+int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out) {
+  (void)ctx, (void)out;
+  return -1;
+}
 int hetccl_ofi_is_software(const char *prov) {
   (void)prov;
   return 0;

@@ -1,6 +1,7 @@
 /*
- * ofi transport internals shared by setup (ofi_conn.c) and the data path
- * (ofi.c). Wire formats are in README.md ("ofi"); integers travel in the
+ * ofi transport internals shared by setup (ofi_conn.c), registration
+ * (ofi_reg.c), the link table (ofi_links.c) and the data path (ofi.c,
+ * ofi_rx.c, ofi_tx.c). Wire formats are in README.md ("ofi"); integers travel in the
  * host's byte order (every supported host is little-endian).
  */
 #ifndef HETCCL_TRANSPORT_OFI_INTERNAL_H
@@ -25,17 +26,27 @@
  * the slot of a message is its sequence mod this, carried in the
  * immediate data. */
 #define OFI_RTR_WINDOW 16
-#define OFI_CTRL_RECVS (2 * OFI_RTR_WINDOW + 4)
+/* Control receives the endpoint keeps posted for every link together
+ * (tag OFI_CTRL_TAG, the rank bits ignored): what arrives beyond them
+ * waits in the provider until one is posted again, so this bounds
+ * nothing but how many are taken per poll. */
+#define OFI_CTRL_POOL 256
+#define OFI_CTRL_RANK_MASK 0x7fffffffull     /* the sender's rank in a control tag */
+/* Control messages kept for a peer not linked yet (its connect came first). */
+#define OFI_EARLY_PER_PEER 64
 #define OFI_NSTAGE 2                 /* staging buffers of a link for consumed receives */
-#define OFI_MAX_PIECES (1u << 16)    /* pieces per message (16 bits of immediate data) */
-#define OFI_MAX_RANKS (1 << 12)      /* ranks an ofi link can name (12 bits) */
-#define OFI_CTRL_TAG 0x4800000000000000ull /* | sender rank */
+#define OFI_MAX_PIECES (1u << 12)    /* pieces per message (12 bits of immediate data) */
+/* Links a rank holds open at once: a remote write names the receiver's link
+ * by its id (16 bits of immediate data), never the sender's rank, so the
+ * communicator's size is not bounded by it. */
+#define OFI_MAX_LINK_IDS (1u << 16)
+#define OFI_CTRL_TAG 0x4800000000000000ull /* | sender rank (31 bits) */
 /* Messages of 1..OFI_EAGER_BYTES go as tagged sends without waiting for
  * the receiver's advertisement, into a landing slot the receiver posted. */
 #define OFI_EAGER_BYTES ((size_t)16 << 10)
-#define OFI_EAGER_TAG 0x4900000000000000ull /* | (msg mod 2^24) << 12 | sender rank */
+#define OFI_EAGER_TAG 0x4900000000000000ull /* | (msg mod 2^24) << 32 | sender rank (32 bits) */
 static inline uint64_t ofi_eager_tag(uint64_t msg, int rank) {
-  return OFI_EAGER_TAG | ((msg & 0xffffffull) << 12) | (uint64_t)rank;
+  return OFI_EAGER_TAG | ((msg & 0xffffffull) << 32) | (uint32_t)rank;
 }
 
 /* What setup() publishes (64 bytes). */
@@ -74,10 +85,14 @@ struct ofi_ctrl {
       uint64_t bytes;    /* RTR: the receive's size; MISMATCH: the send's */
       uint64_t addr;     /* RTR: remote address of byte 0 (virtual or offset, per mr_mode) */
       uint64_t key;      /* RTR */
+      uint64_t sig_count;
     };
-    uint8_t mac[32];     /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank) */
+    struct {
+      /* HELLO: HMAC-SHA256(secret, comm_tag || sender rank || receiver rank || link_id) */
+      uint8_t mac[32];
+      uint64_t link_id;  /* the sender's id of this link: what the peer's writes name */
+    };
   };
-  uint64_t sig_count;
   int32_t sig_root;
   uint32_t raw_len;      /* RTR with raw keys (FI_MR_RAW): bytes of raw key after the 64; else 0 */
 };
@@ -129,13 +144,14 @@ static inline uint32_t ofi_sig_key32(const struct hetccl_call_sig *s) {
   return k ? k : 1;
 }
 
-/* Immediate data of a write: sender rank, message slot, piece index. */
-static inline uint32_t ofi_imm(int rank, uint64_t msg, uint32_t piece) {
-  return ((uint32_t)rank << 20) | ((uint32_t)(msg % OFI_RTR_WINDOW) << 16) | piece;
+/* Immediate data of a write: the receiver's link id (from its HELLO),
+ * message slot, piece index. */
+static inline uint32_t ofi_imm(uint32_t link_id, uint64_t msg, uint32_t piece) {
+  return (link_id << 16) | ((uint32_t)(msg % OFI_RTR_WINDOW) << 12) | piece;
 }
-static inline int ofi_imm_rank(uint32_t imm) { return (int)(imm >> 20); }
-static inline unsigned ofi_imm_slot(uint32_t imm) { return (imm >> 16) & 0xf; }
-static inline uint32_t ofi_imm_piece(uint32_t imm) { return imm & 0xffff; }
+static inline uint32_t ofi_imm_link(uint32_t imm) { return imm >> 16; }
+static inline unsigned ofi_imm_slot(uint32_t imm) { return (imm >> 12) & 0xf; }
+static inline uint32_t ofi_imm_piece(uint32_t imm) { return imm & 0xfff; }
 _Static_assert(OFI_RTR_WINDOW == 16, "4 bits of slot in the immediate data");
 
 /* The piece size of a message of `bytes`: the setting's, grown (in 64-byte
@@ -158,7 +174,13 @@ struct ofi_op_ctx {
 };
 
 struct ofi_ctrl_recv {
-  struct ofi_op_ctx ctx;
+  struct ofi_op_ctx ctx;       /* a pool receive: link NULL */
+  struct ofi_ctrl_wire msg;
+};
+
+struct ofi_early {
+  int peer;
+  uint32_t len;
   struct ofi_ctrl_wire msg;
 };
 
@@ -208,8 +230,12 @@ struct ofi_link {
   struct hetccl_link base;
   struct ofi_state *st;
   fi_addr_t peer_addr;
+  uint32_t id;                     /* ours (ofi_links.c): the peer's writes carry it */
+  uint32_t peer_id;                /* the peer's, from its HELLO: our writes carry it */
   int closed;
-  int hello_ok;                    /* the peer's HELLO arrived and proved the secret */
+  int active;                      /* on the state's active list: work posted or queued */
+  struct ofi_link *act_prev, *act_next;
+  int hello_ok;                    /* the peer's HELLO arrived and proved the secret (and gave peer_id) */
   int hello_sent;                  /* ours left (its send completed) */
   int mismatch_pending;            /* our MISMATCH has not left yet: test() drives it out before failing */
   int mm_due;                      /* a MISMATCH owed to the peer, not yet sent: message, our size, our call */
@@ -242,7 +268,7 @@ struct ofi_link {
   uint8_t *eager_land;             /* OFI_RTR_WINDOW x OFI_EAGER_BYTES, page-aligned */
   struct ofi_reg *eager_reg;
   /* Control. */
-  struct ofi_ctrl_recv *ctrl_recvs;   /* OFI_CTRL_RECVS posted, then our HELLO's and MISMATCH's buffers */
+  struct ofi_ctrl_recv *ctrl_sends;   /* our HELLO's [0] and MISMATCH's [1] buffers */
   struct fid_mr *ctrl_mr;             /* FI_MR_LOCAL: their registration */
   struct ofi_ctrl_wire *ctrl_out;     /* queued after -FI_EAGAIN */
   int nctrl_out, cap_ctrl_out;
@@ -271,7 +297,20 @@ struct ofi_state {
   size_t piece_bytes;
   char prov[64];
   uint32_t prov_hash;
-  struct ofi_link **links;       /* by peer rank */
+  /* Open links (ofi_links.c), sized by the links open, never by nranks. */
+  struct ofi_link **by_id;       /* by our link id; NULL: free */
+  uint32_t nids, cap_ids;        /* ids handed out so far (the table's used length) */
+  uint32_t *free_ids;            /* of closed links, reused only once OFI_MAX_LINK_IDS were handed out */
+  uint32_t nfree, cap_free;
+  struct ofi_link **by_peer;     /* open addressing by peer rank, linear probing; a power of two */
+  uint32_t peer_cap, nopen;
+  struct ofi_link *active;       /* links with work posted or queued: progress advances these only */
+  struct ofi_ctrl_recv *ctrl_pool; /* OFI_CTRL_POOL control receives, shared by every link (ofi_ctrlq.c) */
+  struct fid_mr *ctrl_pool_mr;   /* FI_MR_LOCAL: their registration */
+  struct ofi_early *early;       /* control messages from peers not linked yet, in arrival order */
+  uint32_t nearly, cap_early;
+  uint64_t early_kept, early_replayed; /* for tests */
+  uint64_t advances;             /* link advances by progress, for tests (hetccl_ofi_link_counts) */
   struct ofi_link *dead;
   struct ofi_regcache cache;
 };
@@ -295,7 +334,29 @@ hetcclResult_t hetccl_ofi_link_error(struct ofi_link *l);
 hetcclResult_t hetccl_ofi_fail_mismatch(struct ofi_link *l, const struct hetccl_call_sig *expected,
                                         const struct hetccl_call_sig *sent);
 
-/* ofi_conn.c */
+/* ofi_links.c: the open links (ids, by peer, active) */
+/* Gives l an id and lists it (lock held); fails when OFI_MAX_LINK_IDS are open. */
+hetcclResult_t hetccl_ofi_links_add(struct ofi_state *st, struct ofi_link *l);
+/* Unlists l (closed): its id is free, nothing finds it by peer or id. */
+void hetccl_ofi_links_remove(struct ofi_state *st, struct ofi_link *l);
+struct ofi_link *hetccl_ofi_link_by_peer(const struct ofi_state *st, int peer);
+struct ofi_link *hetccl_ofi_link_by_id(const struct ofi_state *st, uint32_t id);
+/* Puts l on the active list (idempotent); progress takes it off when idle. */
+void hetccl_ofi_activate(struct ofi_link *l);
+void hetccl_ofi_deactivate(struct ofi_link *l);
+/* Frees the tables (teardown). */
+void hetccl_ofi_links_free(struct ofi_state *st);
+
+/* ofi_rx.c, ofi_tx.c: a link's receiving and sending, advanced by progress (lock held) */
+hetcclResult_t hetccl_ofi_advertise(struct ofi_link *l, int *moved);
+void hetccl_ofi_deliver(struct ofi_link *l, int *moved);
+hetcclResult_t hetccl_ofi_issue_writes(struct ofi_link *l, int *moved);
+void hetccl_ofi_complete_sends(struct ofi_link *l, int *moved);
+hetcclResult_t hetccl_ofi_flush_ctrl(struct ofi_link *l, int *moved);
+/* Sends the MISMATCH the control code found owed (ofi_ctrl.c's mm_due). */
+void hetccl_ofi_send_due_mismatch(struct ofi_link *l);
+
+/* ofi_conn.c, ofi_reg.c */
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
 hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
                                   hetccl_link **out);
@@ -312,8 +373,20 @@ hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t by
                                      struct ofi_reg *r);
 /* The "link.device_memory" extension (ofi_devmem.c, transport/link_devmem.h). */
 const void *hetccl_ofi_extension(hetccl_link *link, const char *name);
-/* Posts control receive i of a link again. */
-hetcclResult_t hetccl_ofi_post_ctrl_recv(struct ofi_link *l, int i);
+/* ofi_ctrlq.c: the endpoint's shared control receives */
+/* Registers and posts the pool (setup). */
+hetcclResult_t hetccl_ofi_ctrl_pool_start(struct ofi_state *st);
+/* A pool receive completed with `len` bytes under `tag`: handed to the
+ * sender's link, or kept for its connect; then posted again. */
+void hetccl_ofi_ctrl_arrived(struct ofi_state *st, struct ofi_ctrl_recv *r, uint64_t tag, size_t len);
+/* A pool receive that failed: the sender's link (by the tag) fails; the
+ * receive is posted again. */
+void hetccl_ofi_ctrl_failed(struct ofi_state *st, struct ofi_ctrl_recv *r, uint64_t tag, const char *why);
+/* Connect: what the peer sent before its link existed, from its latest
+ * HELLO on (what precedes it belongs to an earlier link to that peer). */
+void hetccl_ofi_ctrl_replay(struct ofi_state *st, struct ofi_link *l);
+/* Frees the pool's memory (after the endpoint closed). */
+void hetccl_ofi_ctrl_pool_free(struct ofi_state *st);
 /* The libfabric error text of rc (negative). */
 const char *hetccl_ofi_strerror(const struct ofi_state *st, ssize_t rc);
 /* Sends a control message (queued after -FI_EAGAIN; ofi.c). */
@@ -322,8 +395,8 @@ hetcclResult_t hetccl_ofi_send_ctrl(struct ofi_link *l, const struct ofi_ctrl_wi
 void hetccl_ofi_unmap_send_key(struct ofi_state *st, struct hetccl_opq_entry *op);
 /* Polls the queue once and advances every link (ofi.c); lock held. */
 hetcclResult_t hetccl_ofi_progress(struct ofi_state *st);
-/* The HELLO's MAC from `from` to `to`. */
-void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint8_t mac[32]);
+/* The HELLO's MAC from `from` to `to`, whose link id at `from` is link_id. */
+void hetccl_ofi_hello_mac(const struct ofi_state *st, int from, int to, uint64_t link_id, uint8_t mac[32]);
 /* Fails the link (sticky): records rc with the message. */
 hetcclResult_t hetccl_ofi_fail(struct ofi_link *l, hetcclResult_t rc, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -15,6 +15,11 @@
  * (verbs, efa) would keep the old pages, so HETCCL_OFI_REGCACHE=0 turns the
  * cache off for programs that free and reuse buffers between calls.
  *
+ * Live entries form a balanced tree ordered by start, each node knowing
+ * the highest end below it (an interval tree), so a lookup and each entry
+ * an invalidation drops cost O(log n) with n entries however many buffers
+ * a program registers; entries may overlap.
+ *
  * Calls on one cache are serialised by its owner (the ofi transport's
  * lock, which the cache also takes in hetccl_transport_forget_range).
  */
@@ -38,6 +43,11 @@ struct ofi_reg {
   int stale;           /* invalidated while in use: released at the last put */
   int fixed;           /* added by its owner (device memory, link_devmem.h): found first, never
                           invalidated or released by the cache, gone only by ofi_regcache_remove_fixed */
+  int listed;          /* in the cache's tree (live, not stale) */
+  /* The tree (AVL by lo, hi, address), each node knowing its subtree's highest hi. */
+  struct ofi_reg *left, *right;
+  uintptr_t max_hi;
+  int height;
 };
 
 struct ofi_regcache {
@@ -47,11 +57,12 @@ struct ofi_regcache {
   void *arg;
   pthread_mutex_t *lock;   /* the owner's lock (taken by forget_range only) */
   int enabled;             /* 0: every get registers, every put releases */
-  struct ofi_reg **regs;   /* live entries (not stale) */
-  struct ofi_reg **fixed;  /* the owner's fixed entries */
+  struct ofi_reg *root;    /* live entries (not stale) */
+  struct ofi_reg **fixed;  /* the owner's fixed entries (a handful: device staging) */
   int nfixed, fixed_cap;
-  int n, cap;
+  int n;                   /* live entries */
   uint64_t hits, misses, released;  /* for tests and INFO logs */
+  uint64_t visits;         /* tree nodes looked at by lookups (get), for tests: O(log n) each */
   struct ofi_regcache *next_cache;  /* every cache of the process */
 };
 

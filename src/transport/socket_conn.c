@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +71,12 @@ hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRAN
   struct socket_state *st = calloc(1, sizeof(*st));
   if (!st) return hetccl_error(hetcclSystemError, "socket: out of memory");
   st->listen_fd = -1;
+  st->watch.epoll_fd = -1;
   HETCCL_CHECK(hetccl_sock_local_addr(ctx->socket_ifname ? ctx->socket_ifname : "", &st->addr));
   HETCCL_CHECK(hetccl_sock_listen(&st->addr, &st->listen_fd));
   tune_socket(st->listen_fd);
   HETCCL_CHECK(set_nonblocking(st->listen_fd));
+  HETCCL_CHECK(hetccl_socket_watch_open(st));
   struct socket_addr a;
   memset(&a, 0, sizeof(a));
   a.magic = SOCKET_ADDR_MAGIC;
@@ -88,6 +89,7 @@ hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRAN
   HETCCL_INFO("socket: rank %d listening on %s", ctx->rank, hetccl_sock_str(&st->addr, s, sizeof(s)));
   return hetcclSuccess;
 fail:
+  hetccl_socket_watch_close(st);
   if (st->listen_fd >= 0) close(st->listen_fd);
   free(st);
   return rc;
@@ -96,6 +98,7 @@ fail:
 void hetccl_socket_teardown(hetccl_net_ctx *ctx) {
   struct socket_state *st = ctx->state[HETCCL_TRANSPORT_SOCKET];
   if (!st) return;
+  hetccl_socket_watch_close(st);
   if (st->listen_fd >= 0) close(st->listen_fd);
   for (int i = 0; i < st->nstash; i++) close(st->stash[i].fd);
   free(st->stash);
@@ -182,6 +185,7 @@ static hetcclResult_t hello_complete(struct socket_state *st, const struct hetcc
     hetccl_acceptor_drop(&st->hellos, i, rules, why);
     return hetcclSuccess;
   }
+  hetccl_socket_unwatch(st, st->hellos.conns[i].fd); /* a stream from here on, or closed */
   if (rank == peer) {
     fds[stream] = hetccl_acceptor_take(&st->hellos, i);
     (*have)++;
@@ -202,8 +206,10 @@ static hetcclResult_t pump_listener(hetccl_net_ctx *ctx, struct socket_state *st
   if (err == ENOMEM) return hetccl_error(hetcclSystemError, "socket: out of memory");
   if (err) return hetccl_error(hetcclSystemError, "socket: accept failed: %s", strerror(err));
   uint64_t now = hetccl_now_ns();
+  hetccl_socket_watch_hellos(st, now); /* the new ones in the set, and ready */
   for (int i = st->hellos.n - 1; i >= 0; i--)
-    if (hetccl_acceptor_read(&st->hellos, i, &rules, now) == HETCCL_HELLO_GOOD)
+    if (hetccl_socket_watch_take_ready(st, st->hellos.conns[i].fd) &&
+        (st->watch.reads++, hetccl_acceptor_read(&st->hellos, i, &rules, now)) == HETCCL_HELLO_GOOD)
       HETCCL_TRY(hello_complete(st, &rules, i, peer, fds, have));
   (void)hetccl_acceptor_expire(&st->hellos, &rules, now); /* and logs the count of refusals */
   return hetcclSuccess;
@@ -220,8 +226,6 @@ static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *s
     st->stash[i] = st->stash[--st->nstash];
   }
   uint64_t deadline = hetccl_deadline_ms(ctx->timeout_ms);
-  struct pollfd *pfds = NULL;
-  int cap_pfds = 0;
   for (;;) {
     HETCCL_CHECK(pump_listener(ctx, st, peer, fds, &have));
     if (have == n) break;
@@ -231,16 +235,11 @@ static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *s
                         have, n, peer, (long long)ctx->timeout_ms);
       goto fail;
     }
-    HETCCL_CHECK(grow((void **)&pfds, &cap_pfds, st->hellos.n + 1, sizeof(*pfds)));
-    pfds[0] = (struct pollfd){.fd = hetccl_acceptor_listening(&st->hellos, now) ? st->listen_fd : -1, .events = POLLIN};
-    for (int i = 0; i < st->hellos.n; i++) pfds[i + 1] = (struct pollfd){.fd = st->hellos.conns[i].fd, .events = POLLIN};
     uint64_t wait_ms = (deadline - now) / 1000000 + 1;
-    poll(pfds, (nfds_t)st->hellos.n + 1, wait_ms > 100 ? 100 : (int)wait_ms);
+    hetccl_socket_watch_wait(st, wait_ms > 100 ? 100 : (int)wait_ms);
   }
-  free(pfds);
   return hetcclSuccess;
 fail:
-  free(pfds);
   for (int s = 0; s < n; s++)
     if (fds[s] >= 0) close(fds[s]), fds[s] = -1;
   return rc;

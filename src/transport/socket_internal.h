@@ -58,6 +58,19 @@ struct socket_conn {
   int stream;
 };
 
+/* What the higher rank's accept waits on (socket_watch.c): the listener and
+ * the connections in their hello, kept in one epoll set across waits and
+ * connects, so a wake costs the connections that became readable, not one
+ * entry per pending connection rebuilt. */
+struct socket_watch {
+  int epoll_fd;
+  int listener_armed;      /* the listener is in the set for reading (not while accepting is paused) */
+  uint64_t *stamp;         /* by fd: accepted_ns of the hello connection registered under it, 0: none */
+  uint8_t *ready;          /* by fd: reported readable (or new) and not read since */
+  int cap;                 /* fds the two arrays cover */
+  uint64_t reads, waits;   /* hello reads tried and waits, for tests */
+};
+
 /* ctx->state[HETCCL_TRANSPORT_SOCKET] */
 struct socket_state {
   int listen_fd;
@@ -65,6 +78,7 @@ struct socket_state {
   struct socket_conn *stash;
   int nstash, cap_stash;
   struct hetccl_acceptor hellos; /* accepted connections in their hello (util/hello.h) */
+  struct socket_watch watch;
 };
 
 struct socket_stream {
@@ -96,6 +110,20 @@ struct socket_link {
   uint64_t recv_piece;   /* global index of the next piece to deliver */
   hetcclResult_t error;  /* sticky */
 };
+
+/* The accept side's readiness set (socket_watch.c). */
+hetcclResult_t hetccl_socket_watch_open(struct socket_state *st);
+void hetccl_socket_watch_close(struct socket_state *st);
+/* Registers the hello connections accepted since the last call (each is
+ * then ready: its hello may be whole already) and arms the listener while
+ * accepting is not paused. */
+void hetccl_socket_watch_hellos(struct socket_state *st, uint64_t now_ns);
+/* 1 when fd was reported readable (or is new) since its last read; clears it. */
+int hetccl_socket_watch_take_ready(struct socket_state *st, int fd);
+/* Takes fd out of the set (a stream handed to a link or the stash). */
+void hetccl_socket_unwatch(struct socket_state *st, int fd);
+/* Waits at most ms for the listener or a hello connection to be readable. */
+void hetccl_socket_watch_wait(struct socket_state *st, int ms);
 
 /* Connection setup (socket_conn.c). */
 hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);

@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (pick < 16) { /* the true hello */
       memset(&w, 0, sizeof w);
       w.c = (struct ofi_ctrl){.magic = OFI_CTRL_MAGIC, .type = OFI_CTRL_HELLO, .comm_tag = (uint32_t)st.comm_tag};
-      hetccl_ofi_hello_mac(&st, 0, 1, w.c.mac);
+      hetccl_ofi_hello_mac(&st, 0, 1, w.c.link_id, w.c.mac);
       len = sizeof w.c;
     } else if (pick < 176) { /* a header with the right magic and tag */
       fuzz_take(&in, &w, sizeof w);
