@@ -34,11 +34,21 @@ enum hetccl_topo_distance hetccl_topo_numa_nic_distance(const struct hetccl_topo
   return t->nic[n].numa == m ? HETCCL_TOPO_NUMA : HETCCL_TOPO_SYSTEM;
 }
 
+/* Where the node has RDMA NICs (an OpenFabrics device), only those carry
+ * ranks' traffic: a board's management Ethernet is no candidate then. */
+static int candidate(const struct hetccl_topo *t, int n) {
+  if (t->nic[n].rdma[0]) return 1;
+  for (int i = 0; i < t->nnics; i++)
+    if (t->nic[i].rdma[0]) return 0;
+  return 1;
+}
+
 /* The nearest class any NIC has from GPU g, and how many NICs have it. */
 static enum hetccl_topo_distance nearest(const struct hetccl_topo *t, int g, int *count) {
   enum hetccl_topo_distance best = HETCCL_TOPO_SYSTEM;
   int n_best = 0;
   for (int n = 0; n < t->nnics; n++) {
+    if (!candidate(t, n)) continue;
     enum hetccl_topo_distance d = hetccl_topo_gpu_nic_distance(t, g, n);
     if (d < best) {
       best = d;
@@ -72,7 +82,9 @@ void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignme
   for (int i = 0; i < t->ngpus && t->nnics > 0; i++) {
     int g = order[i], pick = -1;
     for (int n = 0; n < t->nnics; n++)
-      if (hetccl_topo_gpu_nic_distance(t, g, n) == best[g] && (pick < 0 || load[n] < load[pick])) pick = n;
+      if (candidate(t, n) && hetccl_topo_gpu_nic_distance(t, g, n) == best[g] && (pick < 0 || load[n] < load[pick]))
+        pick = n;
+    if (pick < 0) continue;
     out->gpu[g].nic[0] = pick;
     out->gpu[g].nnics = 1;
     load[pick]++;
@@ -80,7 +92,7 @@ void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignme
   /* NICs no GPU got: a second NIC for a GPU that has it as near as its
    * first, the GPU with the fewest NICs first, then by PCI address. */
   for (int n = 0; n < t->nnics; n++) {
-    if (load[n]) continue;
+    if (load[n] || !candidate(t, n)) continue;
     int pick = -1;
     for (int g = 0; g < t->ngpus; g++) {
       if (out->gpu[g].nnics < 1 || out->gpu[g].nnics >= HETCCL_TOPO_NICS_PER_RANK) continue;
@@ -96,10 +108,11 @@ void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignme
   for (int m = 0; m < t->nnuma; m++) {
     enum hetccl_topo_distance want = HETCCL_TOPO_SYSTEM;
     for (int n = 0; n < t->nnics; n++)
-      if (hetccl_topo_numa_nic_distance(t, m, n) < want) want = hetccl_topo_numa_nic_distance(t, m, n);
+      if (candidate(t, n) && hetccl_topo_numa_nic_distance(t, m, n) < want) want = hetccl_topo_numa_nic_distance(t, m, n);
     out->numa_distance[m] = want;
     for (int n = 0; n < t->nnics && out->numa_count[m] < cap; n++)
-      if (hetccl_topo_numa_nic_distance(t, m, n) == want) out->numa_nics[m][out->numa_count[m]++] = n;
+      if (candidate(t, n) && hetccl_topo_numa_nic_distance(t, m, n) == want)
+        out->numa_nics[m][out->numa_count[m]++] = n;
   }
 }
 
