@@ -168,6 +168,12 @@ static int numa_cpus(int numa_os, cpu_set_t *set) {
   return found;
 }
 
+int hetccl_topo_narrow_cpus(const cpu_set_t *now, const cpu_set_t *node, cpu_set_t *out) {
+  CPU_AND(out, now, node);
+  if (CPU_COUNT(out) == 0) return -1;       /* none of the node's: keep its own */
+  return CPU_EQUAL(out, now) ? 0 : 1;       /* 0: already within the node */
+}
+
 int hetccl_topo_bind_thread(pthread_t thread, int numa_os, char *why, size_t why_size) {
   cpu_set_t node, now, both;
   if (numa_os < 0 || !numa_cpus(numa_os, &node)) {
@@ -179,12 +185,12 @@ int hetccl_topo_bind_thread(pthread_t thread, int numa_os, char *why, size_t why
     snprintf(why, why_size, "its CPUs cannot be read");
     return 0;
   }
-  CPU_AND(&both, &now, &node);
-  if (CPU_COUNT(&both) == 0) {
+  int narrow = hetccl_topo_narrow_cpus(&now, &node, &both);
+  if (narrow < 0) {
     snprintf(why, why_size, "the process may run on none of NUMA node %d's CPUs: its own binding is kept", numa_os);
     return 0;
   }
-  if (CPU_EQUAL(&both, &now)) {
+  if (narrow == 0) {
     snprintf(why, why_size, "already bound within NUMA node %d (%d CPUs)", numa_os, CPU_COUNT(&now));
     return 0;
   }

@@ -9,6 +9,7 @@
 #define HETCCL_TOPO_PLACE_H
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "topo/topo.h"
 
@@ -42,6 +43,9 @@ int hetccl_topo_local_index(void);
  * on now (never widens; a thread allowed none of them keeps its own).
  * Returns 1 if it changed them, 0 if not (why says). */
 int hetccl_topo_bind_thread(pthread_t thread, int numa_os, char *why, size_t why_size);
+/* The rule of it: out = now & node; 1 if that narrows `now`, 0 if `now`
+ * is already within the node, -1 if they share no CPU (keep `now`). */
+int hetccl_topo_narrow_cpus(const cpu_set_t *now, const cpu_set_t *node, cpu_set_t *out);
 
 /* Makes the calling thread's new pages prefer NUMA node `numa_os` (for
  * memory a runtime allocates and pins, such as cuMemHostAlloc's), unless

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "topo/place.h"
 #include "topo/topo.h"
@@ -223,6 +225,47 @@ static void test_place(void) {
         p.why);
 }
 
+static void set_of(cpu_set_t *s, const int *cpus, int n) {
+  CPU_ZERO(s);
+  for (int i = 0; i < n; i++) CPU_SET(cpus[i], s);
+}
+
+/* The progress thread's binding never widens, never moves a process off
+ * its own CPUs; staging prefers the node only over the default policy. */
+static void test_binding(void) {
+  cpu_set_t now, node, out;
+  static const int c0123[] = {0, 1, 2, 3}, c234[] = {2, 3, 4}, c0[] = {0}, c23[] = {2, 3}, c2[] = {2};
+  set_of(&now, c0123, 4);
+  set_of(&node, c234, 3);
+  CHECK(hetccl_topo_narrow_cpus(&now, &node, &out) == 1 && CPU_COUNT(&out) == 2 && CPU_ISSET(2, &out) &&
+            CPU_ISSET(3, &out),
+        "0-3 on a node of 2-4: 2-3");
+  set_of(&now, c0, 1);
+  set_of(&node, c23, 2);
+  CHECK(hetccl_topo_narrow_cpus(&now, &node, &out) == -1, "bound to 0, node 2-3: kept");
+  set_of(&now, c2, 1);
+  CHECK(hetccl_topo_narrow_cpus(&now, &node, &out) == 0, "bound to 2, node 2-3: already narrower");
+  char why[192];
+  /* NUMA node 1 of the DGX-like file is CPUs 56-111, 168-223: none of this
+   * machine's first CPUs, so the thread keeps its own. */
+  CPU_ZERO(&now);
+  CHECK(pthread_getaffinity_np(pthread_self(), sizeof now, &now) == 0, "affinity");
+  if (!CPU_ISSET(56, &now)) {
+    CHECK(hetccl_topo_bind_thread(pthread_self(), 1, why, sizeof why) == 0 && strstr(why, "kept"), "%s", why);
+    CPU_ZERO(&out);
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof out, &out) == 0 && CPU_EQUAL(&now, &out), "unchanged");
+  }
+  int token = hetccl_topo_prefer_begin(0);
+  int mode = -1;
+  unsigned long mask[16] = {0};
+  if (token) {
+    CHECK(syscall(SYS_get_mempolicy, &mode, mask, 1024UL, NULL, 0UL) == 0 && mode == 1 && (mask[0] & 1),
+          "preferred node 0: mode %d", mode);
+    hetccl_topo_prefer_end(token);
+  }
+  CHECK(syscall(SYS_get_mempolicy, &mode, mask, 1024UL, NULL, 0UL) == 0 && mode == 0, "default again: %d", mode);
+}
+
 int main(void) {
   char path[1024];
   path_of("dgx_h100.xml", path, sizeof path);
@@ -239,7 +282,7 @@ int main(void) {
   } cases[] = {{"pci", test_pci},           {"dgx_h100", test_dgx},       {"mi300x", test_mi300x},
                {"four_gpu_one_nic", test_four_one}, {"two_nics_per_switch", test_two_per_switch},
                {"nics_one_socket", test_one_socket}, {"net_devices", test_filter}, {"broken", test_broken},
-               {"place", test_place}};
+               {"place", test_place}, {"binding", test_binding}};
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     atomic_store(&g_fails, 0);
