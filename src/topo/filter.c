@@ -40,7 +40,7 @@ static int split(const char *s, struct name_list *l, char *why, size_t why_size)
       snprintf(why, why_size, "more than %d names", FILTER_MAX_NAMES);
       return 0;
     }
-    snprintf(l->name[l->n++], HETCCL_TOPO_NAME_BYTES, "%s", item);
+    memcpy(l->name[l->n++], item, strlen(item) + 1); /* shorter than HETCCL_TOPO_NAME_BYTES: checked above */
     s += len;
   }
   if (!l->n) {
