@@ -135,8 +135,13 @@ hetcclResult_t hetccl_topo_load(const char *xml_path, const char *net_devices, s
   (void)hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   /* A file that cannot be set must not fall back to the live machine. */
   if (file && hwloc_topology_set_xml(topo, xml_path) < 0) {
-    rc = hetccl_error(hetcclInvalidUsage, "HETCCL_TOPO_FILE=%s: hwloc cannot open it as an XML topology (%s)",
-                      xml_path, strerror(errno));
+    int e = errno;
+    rc = e == ENOENT || e == EACCES
+             ? hetccl_error(hetcclInvalidUsage, "HETCCL_TOPO_FILE=%s: cannot open it (%s)", xml_path, strerror(e))
+             : hetccl_error(hetcclInvalidUsage,
+                            "HETCCL_TOPO_FILE=%s: hwloc cannot parse it (%s): it must be an hwloc 2 XML topology, as "
+                            "`lstopo --of xml` writes (HWLOC_XML_VERBOSE=1 shows where it fails)",
+                            xml_path, strerror(e));
     goto done;
   }
   if (hwloc_topology_load(topo) < 0) {
