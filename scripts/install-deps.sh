@@ -27,6 +27,8 @@ have_cmd python3 || need+=(python3)
 # tests over tcp;ofi_rxm. The library opens libfabric.so.1 with dlopen.
 have_pkg libfabric-dev || need+=(libfabric-dev)
 have_pkg libfabric1 || need+=(libfabric1)
+# hwloc (src/topo: each rank's nearest NIC, NUMA-local staging and progress).
+have_pkg libhwloc-dev || need+=(libhwloc-dev)
 have_pkg libamdhip64-5 || need+=(libamdhip64-5) # HIP 5.2 runtime (~80 MB with deps): test_hip_stub checks the hip kind resolves from it
 # The AMD kernels (cmake/kernels_hip.cmake): clang-19 compiles them as
 # header-free HIP and its driver links each code object with lld-19.

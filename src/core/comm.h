@@ -14,6 +14,7 @@
 #include "plan/plan.h"
 #include "bootstrap/bootstrap.h"
 #include "device/reduce.h"
+#include "topo/place.h"
 #include "transport/transport.h"
 #include "ccl/ccl.h"
 
@@ -56,6 +57,7 @@ struct hetccl_comm {
   int nranks;
   int device_kind;
   int device;
+  struct hetccl_topo_place place; /* this rank's NIC(s) and NUMA node (core/placement.c) */
   int nonblocking;
   hetcclUniqueId id;
 
@@ -139,6 +141,11 @@ void hetccl_comm_wait_calls(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,
                                   int nonblocking);
 hetcclResult_t hetccl_comm_init(struct hetccl_comm *c);
+/* This rank's place on its node (topo/place.h) into c->place and the
+ * links' context, from its device's PCI address, before the transports'
+ * setup; logged at INFO. A HETCCL_TOPO_FILE or HETCCL_NET_DEVICES with
+ * errors fails; a machine or build without hwloc places nothing. */
+hetcclResult_t hetccl_comm_place(struct hetccl_comm *c);
 /* Runs hetccl_comm_init on a thread of its own; the result lands in init_state. */
 hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c);
 /* Waits for a non-blocking init to finish; returns its result. */

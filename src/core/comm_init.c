@@ -92,6 +92,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   HETCCL_CHECK(not_aborted(c));
   HETCCL_CHECK(hetccl_rank_table_alloc(c));
   fill_info(c, &me);
+  HETCCL_CHECK(hetccl_comm_place(c));
   HETCCL_CHECK(hetccl_links_setup(c));
   HETCCL_CHECK(hetccl_rank_table_exchange(c, &me));
   HETCCL_CHECK(not_aborted(c));

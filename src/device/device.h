@@ -185,6 +185,11 @@ struct hetccl_device_ops {
    * it at once), with the kernel of data type dt. NULL: the kind has none
    * (exec/window.c then enqueues waits, writes and copies). */
   hetcclResult_t (*window_xfer)(const struct hetccl_wx_desc *desc, hetcclDataType_t dt, hetcclStream_t stream);
+
+  /* Optional: `device`'s PCI address as "dddd:bb:dd.f" (lower case) into
+   * buf (at least 16 bytes), for the node's topology (src/topo: its nearest
+   * NIC and NUMA node). NULL: the kind's ranks have none (host). */
+  hetcclResult_t (*pci_bus_id)(int device, char *buf, size_t size);
 };
 #define HETCCL_DEVICE_OPS_VERSION 1
 

@@ -6,6 +6,7 @@
 
 #include "exec/progress.h"
 #include "exec/window.h"
+#include "topo/place.h"
 #include "transport/link_devmem.h"
 #include "transport/transport.h"
 #include "util/array.h"
@@ -45,6 +46,7 @@ struct retired {
 struct hetccl_dexec {
   const struct hetccl_device_ops *dev;
   int device;
+  int numa_os;             /* the device's NUMA node (src/topo), -1 unknown: pinned staging is allocated there */
   int64_t timeout_ms;
   struct hetccl_progress *engine;
   struct dbuf scratch[HETCCL_EXEC_SCRATCH_SLOTS];
@@ -154,8 +156,16 @@ static hetcclResult_t ensure(struct hetccl_dexec *d, struct dbuf *b, size_t byte
   size_t cap = (size_t)1 << 20;
   while (cap < bytes) cap *= 2;
   HETCCL_TRY(retire(d, b, stream));
-  if (pinned) HETCCL_TRY(d->dev->host_alloc(d->device, cap, &b->host, &b->dev));
-  else HETCCL_TRY(d->dev->mem_alloc(d->device, cap, &b->dev));
+  if (pinned) {
+    /* The runtime allocates and pins the pages on this thread: they land
+     * on the device's NUMA node where the thread's policy prefers it. */
+    int token = hetccl_topo_prefer_begin(d->numa_os);
+    hetcclResult_t rc = d->dev->host_alloc(d->device, cap, &b->host, &b->dev);
+    hetccl_topo_prefer_end(token);
+    HETCCL_TRY(rc);
+  } else {
+    HETCCL_TRY(d->dev->mem_alloc(d->device, cap, &b->dev));
+  }
   b->bytes = cap;
   return hetcclSuccess;
 }
@@ -227,6 +237,16 @@ static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *
   return d->win[l->peer].present ? &d->win[l->peer] : NULL;
 }
 
+/* The NUMA node of `device` from the node's topology (the same place
+ * init logged; the topology is read once per process), -1 if unknown. */
+static int device_numa(const struct hetccl_device_ops *dev, int device) {
+  char pci[HETCCL_PCI_ADDR_BYTES] = "";
+  struct hetccl_topo_place p;
+  if (!dev->pci_bus_id || dev->pci_bus_id(device, pci, sizeof pci) != hetcclSuccess) pci[0] = 0;
+  if (hetccl_topo_place(pci, hetccl_topo_local_index(), &p) != hetcclSuccess) return -1;
+  return p.numa_os;
+}
+
 hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                    atomic_int *error_out, hetccl_link *const *links, int nranks, struct hetccl_dexec **out) {
   if (!dev->zero_async || !dev->reduce || !dev->copy_async || !dev->load_kernels)
@@ -237,6 +257,7 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
   d->dev = dev;
   d->device = device;
+  d->numa_os = -1;
   d->timeout_ms = timeout_ms;
   d->direct_ok = hetccl_params()->net_device_memory && dev->can_dmabuf && dev->dmabuf_export && dev->can_dmabuf(device);
   hetcclResult_t rc = dev->event_create(device, &d->done_event);
@@ -246,6 +267,8 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   }
   rc = hetccl_progress_create(dev, device, timeout_ms, error_out, &d->engine);
   if (rc != hetcclSuccess) goto fail;
+  d->numa_os = device_numa(dev, device);
+  hetccl_progress_bind_numa(d->engine, d->numa_os);
   rc = open_windows(d, links, nranks);
   if (rc != hetcclSuccess) goto fail;
   *out = d;

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "topo/place.h"
 #include "util/array.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -286,6 +287,13 @@ hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int d
 fail:
   hetccl_progress_destroy(p, 0); /* no thread, no job: nothing waits on the flag */
   return rc;
+}
+
+void hetccl_progress_bind_numa(struct hetccl_progress *p, int numa_os) {
+  char why[192];
+  if (!p->thread_live || numa_os < 0) return;
+  (void)hetccl_topo_bind_thread(p->thread, numa_os, why, sizeof why);
+  HETCCL_INFO("device %d: progress thread %s", p->device, why);
 }
 
 void *hetccl_progress_flag(struct hetccl_progress *p) { return p->flag_dev; }

@@ -92,6 +92,9 @@ static inline void hetccl_progress_job_trace(struct hetccl_progress_job *j) {
 /* Starts the engine thread for `device` (its context is made current there). */
 hetcclResult_t hetccl_progress_create(const struct hetccl_device_ops *dev, int device, int64_t timeout_ms,
                                       atomic_int *error_out, struct hetccl_progress **out);
+/* Narrows the engine thread's CPUs to NUMA node `numa_os`'s (never
+ * widening a binding the process has: topo/place.h); logs what it did. */
+void hetccl_progress_bind_numa(struct hetccl_progress *p, int numa_os);
 /* The flag words' device address (word 0; word 1 follows it). Streams wait
  * on the job's own word, job->flag_dev. */
 void *hetccl_progress_flag(struct hetccl_progress *p);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "transport/nic_choice.h"
 #include "transport/ofi_internal.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -161,9 +162,10 @@ static int get_info(struct ofi_state *st, struct fi_info *hints) {
  * with its address, but not yet running for up to about a second: the
  * list is asked again until the interface appears (bounded by `wait_ms`)
  * instead of taking another interface's domain, whose address (loopback)
- * no peer on another host can reach. Hardware providers: the first. */
+ * no peer on another host can reach. Hardware providers: the domain on
+ * the NIC the node's topology gave this rank (nic_choice.h), else the first. */
 static hetcclResult_t pick_domain(struct ofi_state *st, struct fi_info *hints, const char *prov, const char *ifname,
-                                  int64_t wait_ms) {
+                                  const struct hetccl_topo_place *place, int64_t wait_ms) {
   union hetccl_sockaddr want;
   int frc = get_info(st, hints);
   if (frc) return hetccl_error(hetcclSystemError, "ofi: fi_getinfo for %s: %s", prov, st->api->strerror(-frc));
@@ -193,6 +195,15 @@ static hetcclResult_t pick_domain(struct ofi_state *st, struct fi_info *hints, c
     }
     if (asked > 1)
       HETCCL_INFO("ofi: the interface of this rank's address appeared in libfabric's list after %d tries", asked);
+  } else if (place && place->valid && place->nnics) { /* the topology's NIC (nic_choice.h) */
+    int k = 0;
+    struct fi_info *on_nic = hetccl_ofi_nic_match(st->info, place, &k);
+    if (on_nic) pick = on_nic;
+    if (on_nic)
+      HETCCL_INFO("ofi: domain %s on NIC %s (the topology's choice)", on_nic->domain_attr->name, place->nic[k].pci);
+    else
+      HETCCL_INFO("ofi: no domain of %s is on NIC %s: the first, %s", st->info->fabric_attr->prov_name,
+                  place->nic[0].pci, st->info->domain_attr->name);
   }
   if (pick != st->info) { /* to the front */
     struct fi_info *prev = st->info;
@@ -239,7 +250,8 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
     goto fail;
   }
   int64_t wait_ms = ctx->timeout_ms > 0 && ctx->timeout_ms < OFI_DOMAIN_WAIT_MS ? ctx->timeout_ms : OFI_DOMAIN_WAIT_MS;
-  rc = pick_domain(st, hints, prov, ctx->socket_ifname, wait_ms);
+  char topo_if[HETCCL_TOPO_NAME_BYTES];
+  rc = pick_domain(st, hints, prov, hetccl_nic_ifname(ctx, topo_if, sizeof topo_if), ctx->place, wait_ms);
   api->freeinfo(hints);
   if (rc != hetcclSuccess) goto fail;
   snprintf(st->prov, sizeof st->prov, "%s", st->info->fabric_attr->prov_name);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "transport/nic_choice.h"
 #include "transport/socket_internal.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -72,7 +73,8 @@ hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRAN
   if (!st) return hetccl_error(hetcclSystemError, "socket: out of memory");
   st->listen_fd = -1;
   st->watch.epoll_fd = -1;
-  HETCCL_CHECK(hetccl_sock_local_addr(ctx->socket_ifname ? ctx->socket_ifname : "", &st->addr));
+  char topo_if[HETCCL_TOPO_NAME_BYTES];
+  HETCCL_CHECK(hetccl_sock_local_addr(hetccl_nic_ifname(ctx, topo_if, sizeof topo_if), &st->addr));
   HETCCL_CHECK(hetccl_sock_listen(&st->addr, &st->listen_fd));
   tune_socket(st->listen_fd);
   HETCCL_CHECK(set_nonblocking(st->listen_fd));

@@ -29,6 +29,8 @@
 #include "hetccl.h"
 #include "transport/callsig.h"
 
+struct hetccl_topo_place; /* topo/place.h */
+
 #define HETCCL_TRANSPORT_ADDR_BYTES 64
 #define HETCCL_SECRET_BYTES 16
 
@@ -72,6 +74,9 @@ typedef struct hetccl_net_ctx {
   int ofi_regcache;                         /* 1: cache registrations of user buffers */
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
   struct hetccl_mem_handle *mem_regs;       /* live registrations (hetccl_mem_register), any transport */
+  /* This rank's NIC(s) and NUMA node from the node's topology (src/topo;
+   * NULL or not valid: none, the transports' defaults); nic_choice.h. */
+  const struct hetccl_topo_place *place;
 } hetccl_net_ctx;
 
 typedef struct hetccl_link hetccl_link;

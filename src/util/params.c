@@ -43,6 +43,13 @@ static const struct hetccl_setting g_items[] = {
      .unset_means = "one domain per device kind", .help = "domain label of this process's ranks"},
     {.name = "HETCCL_SOCKET_IFNAME", .kind = HETCCL_SETTING_TEXT, .max_len = 256, AT(socket_ifname),
      .unset_means = "the default route's interface", .help = "interfaces for the bootstrap and socket links"},
+    /* Not agreed: each node reads its own topology (src/topo). */
+    {.name = "HETCCL_TOPO", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1, AT(topo),
+     .help = "1: each rank's NIC, staging memory and progress thread placed by the node's topology (hwloc); 0: off"},
+    {.name = "HETCCL_TOPO_FILE", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(topo_file),
+     .unset_means = "the live machine", .help = "an hwloc XML topology read instead of this machine's"},
+    {.name = "HETCCL_NET_DEVICES", .kind = HETCCL_SETTING_TEXT, .max_len = 1024, AT(net_devices),
+     .unset_means = "every NIC", .help = "NICs ranks may use (names, prefixes or PCI addresses; ^ excludes, = exact)"},
     {.name = "HETCCL_SHM_WINDOW_READ", .kind = HETCCL_SETTING_CHOICE, .dflt = "copy", .choices = g_window_reads,
      AT(shm_window_kernel_read), .help = "how a reducing receive reads a device window"},
     {.name = "HETCCL_TRACE", .kind = HETCCL_SETTING_TEXT, .max_len = 4096, AT(trace_path), .unset_means = "no timeline",

@@ -31,6 +31,9 @@ struct hetccl_params {
   int64_t window_kernel_blocks; /* HETCCL_WINDOW_KERNEL_BLOCKS: blocks of the window kernel per transfer, at most */
   int64_t progress_epoch;     /* HETCCL_PROGRESS_EPOCH: flag values of the progress engine between restarts */
   int64_t net_device_memory;  /* HETCCL_NET_DEVICE_MEMORY: 1: links that move device memory get GPU staging */
+  const char *topo_file;      /* HETCCL_TOPO_FILE: "" (the live machine) or an hwloc XML topology */
+  const char *net_devices;    /* HETCCL_NET_DEVICES: "" (every NIC) or the NICs to use ("^..." all but) */
+  int64_t topo;               /* HETCCL_TOPO: 1: NICs, staging and progress placed by the topology; 0: off */
 };
 
 /* HETCCL_WINDOW_KERNEL's values (its choices' indices): auto is on where

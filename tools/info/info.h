@@ -8,5 +8,6 @@ void info_transports(void);
 void info_ofi(void);
 void info_kernels(void);
 void info_settings(void);
+void info_topology(void);
 
 #endif

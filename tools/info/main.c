@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
   info_vendor_libraries();
   info_transports();
   info_ofi();
+  info_topology();
   info_kernels();
   info_settings();
   return 0;

@@ -125,6 +125,7 @@ const struct hetccl_device_ops hetccl_device_cuda = {
     .window_xfer = hetccl_cuda_window_xfer,
     .can_dmabuf = hetccl_cuda_can_dmabuf,
     .dmabuf_export = hetccl_cuda_dmabuf_export,
+    .pci_bus_id = hetccl_cuda_pci_bus_id,
 };
 
 static int cuda_probe(char *why, size_t why_size) {

@@ -34,6 +34,7 @@ static const struct entry g_entries[] = {
     E(DeviceGet, "cuDeviceGet"),
     E(DeviceGetCount, "cuDeviceGetCount"),
     E(DeviceGetAttribute, "cuDeviceGetAttribute"),
+    E(DeviceGetPCIBusId, "cuDeviceGetPCIBusId"),
     E(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     E(CtxGetCurrent, "cuCtxGetCurrent"),
     E(CtxSetCurrent, "cuCtxSetCurrent"),
@@ -74,7 +75,7 @@ static const struct entry g_entries[] = {
 /* Entry points a working driver may lack (older drivers, restricted
  * environments); the features behind them report unsupported. */
 static int optional_entry(const char *name) {
-  return !strcmp(name, "cuMemGetHandleForAddressRange") || !strcmp(name, "cuStreamWaitValue32") ||
+  return !strcmp(name, "cuMemGetHandleForAddressRange") || !strcmp(name, "cuDeviceGetPCIBusId") || !strcmp(name, "cuStreamWaitValue32") ||
          !strcmp(name, "cuStreamWriteValue32") || !strcmp(name, "cuStreamBatchMemOp") ||
          !strcmp(name, "cuStreamIsCapturing");
 }

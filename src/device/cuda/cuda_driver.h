@@ -90,6 +90,7 @@ struct hetccl_cu {
   CUresult (*DeviceGet)(CUdevice *, int);
   CUresult (*DeviceGetCount)(int *);
   CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*CtxGetCurrent)(CUcontext *);
   CUresult (*CtxSetCurrent)(CUcontext);

@@ -46,6 +46,7 @@ hetcclResult_t hetccl_cuda_host_free(void *host);
 hetcclResult_t hetccl_cuda_host_register(int device, void *host, size_t bytes, void **dev);
 hetcclResult_t hetccl_cuda_host_unregister(void *host);
 int hetccl_cuda_can_dmabuf(int device);
+hetcclResult_t hetccl_cuda_pci_bus_id(int device, char *buf, size_t size);
 hetcclResult_t hetccl_cuda_dmabuf_export(void *ptr, size_t bytes, int *fd, size_t *offset);
 
 /* cuda_kernels.c. The embedded fatbin (for tests and tools); NULL, 0 when not built. */

@@ -8,6 +8,7 @@
 
 #include "device/cuda/cuda_internal.h"
 #include "util/error.h"
+#include "util/pci.h"
 
 /* The device that owns `p` (device memory, or host memory registered with
  * CUDA), else -1 (plain pageable host memory). */
@@ -212,5 +213,23 @@ hetcclResult_t hetccl_cuda_dmabuf_export(void *ptr, size_t bytes, int *fd, size_
   if (r != CUDA_SUCCESS) return hetccl_cu_error(r, "cuMemGetHandleForAddressRange");
   *fd = handle;
   *offset = (size_t)(p - base);
+  return hetcclSuccess;
+}
+
+
+
+hetcclResult_t hetccl_cuda_pci_bus_id(int device, char *buf, size_t size) {
+  const struct hetccl_cu *cu;
+  CUdevice dev;
+  char raw[64] = "";
+  HETCCL_TRY(hetccl_cu_get(&cu));
+  if (!cu->DeviceGetPCIBusId) return hetccl_error(hetcclSystemError, "this CUDA driver has no cuDeviceGetPCIBusId");
+  if (device < 0 || device >= hetccl_cu_device_count())
+    return hetccl_error(hetcclInvalidArgument, "CUDA device %d does not exist", device);
+  HETCCL_CU_TRY(cu, DeviceGet(&dev, device));
+  HETCCL_CU_TRY(cu, DeviceGetPCIBusId(raw, (int)sizeof raw, dev));
+  raw[sizeof raw - 1] = 0;
+  if (!hetccl_pci_normalize(raw, buf, size))
+    return hetccl_error(hetcclSystemError, "CUDA device %d: cuDeviceGetPCIBusId gave \"%s\", no PCI address", device, raw);
   return hetcclSuccess;
 }

@@ -7,6 +7,7 @@
 
 #include "device/hip/hip_internal.h"
 #include "util/error.h"
+#include "util/pci.h"
 #include "util/settings.h"
 
 struct hip_settings {
@@ -96,6 +97,18 @@ static int hip_can_dmabuf(int device) {
   return 0;
 }
 
+static hetcclResult_t hip_pci_bus_id(int device, char *buf, size_t size) {
+  const struct hetccl_hip *hip;
+  char raw[64] = "";
+  HETCCL_TRY(hetccl_hip_get(&hip));
+  if (!hip->DeviceGetPCIBusId) return hetccl_error(hetcclSystemError, "this HIP runtime has no hipDeviceGetPCIBusId");
+  HETCCL_HIP_TRY(hip, DeviceGetPCIBusId(raw, (int)sizeof raw, device));
+  raw[sizeof raw - 1] = 0;
+  if (!hetccl_pci_normalize(raw, buf, size))
+    return hetccl_error(hetcclSystemError, "HIP device %d: hipDeviceGetPCIBusId gave \"%s\", no PCI address", device, raw);
+  return hetcclSuccess;
+}
+
 const struct hetccl_device_ops hetccl_device_hip = {
     .version = HETCCL_DEVICE_OPS_VERSION,
     .kind = HETCCL_DEVICE_HIP,
@@ -133,6 +146,7 @@ const struct hetccl_device_ops hetccl_device_hip = {
     .window_xfer = hetccl_hip_window_xfer,
     .can_dmabuf = hip_can_dmabuf,
     .dmabuf_export = NULL,
+    .pci_bus_id = hip_pci_bus_id,
 };
 
 static int hip_probe(char *why, size_t why_size) {

@@ -35,7 +35,7 @@ static const struct entry g_entries[] = {
     E(StreamWaitValue32, 1),    E(StreamWriteValue32, 1),   E(StreamIsCapturing, 1),
     E(EventCreateWithFlags, 0), E(EventRecord, 0),          E(EventQuery, 0),
     E(EventDestroy, 0),         E(ModuleLoadData, 0),       E(ModuleGetFunction, 0),
-    E(ModuleLaunchKernel, 0),
+    E(ModuleLaunchKernel, 0),   E(DeviceGetPCIBusId, 1),
 };
 #undef E
 

@@ -81,6 +81,7 @@ struct hetccl_hip {
   hipError_t (*GetDeviceCount)(int *);
   hipError_t (*GetDevice)(int *);
   hipError_t (*SetDevice)(int);
+  hipError_t (*DeviceGetPCIBusId)(char *, int, int); /* optional */
   hipError_t (*GetDeviceProperties)(void *, int); /* layout by version: hip_arch.c */
   hipError_t (*Malloc)(void **, size_t);
   hipError_t (*Free)(void *);

@@ -1,0 +1,36 @@
+/*
+ * Which NIC a transport opens for this rank: the one the node's topology
+ * gave it (ctx->place, topo/place.h), matched to what the transport sees,
+ * else the transport's default as before. The transports call these from
+ * their setup (socket_conn.c, ofi_conn.c's pick_domain); the matching is
+ * here so that it is written once and tested alone.
+ */
+#ifndef HETCCL_TRANSPORT_NIC_CHOICE_H
+#define HETCCL_TRANSPORT_NIC_CHOICE_H
+
+#include <stddef.h>
+
+#include "topo/place.h"
+#include "transport/transport.h"
+
+/* The interface for socket-based links: HETCCL_SOCKET_IFNAME when set
+ * (it always wins); else the network interface on the rank's NIC when the
+ * kernel has it up with an address here (its first such NIC); else ""
+ * (the default route's, as before). Logs the choice at INFO once per
+ * context. */
+const char *hetccl_nic_ifname(const hetccl_net_ctx *ctx, char *buf, size_t size);
+
+/* Whether interface `name` exists here, up, with an IPv4 or IPv6 address. */
+int hetccl_nic_ifname_usable(const char *name);
+
+#ifdef HETCCL_HAVE_OFI
+struct fi_info;
+/* The entry of `list` on the rank's NIC: the one whose PCI address
+ * (fi_info->nic->bus_attr) is the rank's first NIC's, else its second's,
+ * else whose domain is named as the NIC's OpenFabrics device (providers
+ * that fill no nic); NULL if none (the caller keeps its default). `which`
+ * gets the index of the rank's NIC matched. */
+struct fi_info *hetccl_ofi_nic_match(struct fi_info *list, const struct hetccl_topo_place *place, int *which);
+#endif
+
+#endif
