@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Pass-through parity on one GPU (issue: one domain is NCCL): HetCCL against
-# NCCL in the same binary (hetccl-perf --lib nccl), one CUDA rank, every
-# collective, small sizes (8 B-64 KiB, ITERS iterations after a warm-up) and
-# large ones (1 MiB-256 MiB), REPS repetitions with the two libraries in turn.
-# Output: $OUT (or build-gpu/parity) rows.txt (lib rep coll size time host_us),
-# perf.txt (everything); the medians per collective on stdout.
+# Pass-through parity on one GPU: HetCCL (a one-domain communicator: every
+# call passes through to NCCL) against NCCL, one CUDA rank.
+#   1. tools/bench/passthrough_ab.c: both in one process, interleaved
+#      (AB_ROUNDS rounds of AB_ITERS calls each way, order swapped each
+#      round), 8 B-32 KiB, every collective and Send/Recv: time and host
+#      time per call, medians (the figure that counts: separate processes
+#      drift by a microsecond or more between runs on a shared machine);
+#   2. hetccl-perf against hetccl-perf --lib nccl, separate processes, REPS
+#      repetitions in turn, small sizes (8 B-64 KiB, ITERS iterations) and,
+#      in the first, 1 MiB-256 MiB for bandwidth (REPS=0 skips this part).
+# Output: $OUT (or build-gpu/parity) ab.txt, rows.txt (lib rep coll size
+# time host_us), perf.txt; the tables on stdout.
 set -u
 # shellcheck source=scripts/gpu-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
@@ -19,6 +25,13 @@ if ! { cmake -S . -B "$BUILD" -DHETCCL_WERROR=ON -DHETCCL_CUDA_ARCHS=90 -DHETCCL
 fi
 echo "build: ok ($(el))"
 bin=$BUILD/bin
+if gcc -O2 -std=c11 -Iinclude -I/usr/local/cuda/include tools/bench/passthrough_ab.c -L"$BUILD/lib" -lhetccl \
+  -L/usr/local/cuda/lib64 -lcudart -ldl -Wl,-rpath,"$repo/$BUILD/lib" -o "$BUILD/passthrough_ab" >>"$LOGS/build.txt" 2>&1; then
+  timeout -k 5 300 "$BUILD/passthrough_ab" "${AB_ITERS:-1000}" "${AB_ROUNDS:-7}" | tee "$LOGS/ab.txt"
+  echo "passthrough_ab: done ($(el))"
+else
+  echo "passthrough_ab: build failed"; tail -n 5 "$LOGS/build.txt"
+fi
 : >"$LOGS/rows.txt"
 perf() { # lib rep coll args...
   local lib=$1 rep=$2 coll=$3
