@@ -236,7 +236,8 @@ hetcclResult_t hetcclGroupSimulateEnd(float *estimatedTime);
  * new communicator's rendezvous in this process and is bound to comm: one
  * at a time (refused while an earlier one is unconsumed), consumed by the
  * hetcclCommGrow it is passed to. Send it to the new ranks as any unique id
- * (it holds the rendezvous' secret).
+ * (it holds the rendezvous' secret). Its rendezvous waits for the ranks
+ * HETCCL_TIMEOUT_MS from this call, as an id of hetcclGetUniqueId does.
  */
 hetcclResult_t hetcclCommGetUniqueId(hetcclComm_t comm, hetcclUniqueId *uniqueId);
 /*
@@ -249,8 +250,9 @@ hetcclResult_t hetcclCommGetUniqueId(hetcclComm_t comm, hetcclUniqueId *uniqueId
  *   new ranks:             comm NULL, the id, their rank (>= comm's size).
  * New ranks may be host or GPU ranks of any domain (HETCCL_DOMAIN, device
  * kind): the new communicator is initialised as any other, from the ranks
- * that joined, so it may span more domains than comm. comm stays valid
- * until destroyed. A NULL config keeps comm's blocking mode on existing
+ * that joined, so it may span more domains than comm. Existing ranks keep
+ * comm's device; new GPU ranks use their current device, as at init. comm
+ * stays valid until destroyed. A NULL config keeps comm's blocking mode on existing
  * ranks and blocks on new ranks; non-blocking configs return
  * hetcclInProgress as hetcclCommInitRankConfig does (the id still travels
  * over comm during the call). Not inside a group (hetcclInvalidUsage).

@@ -97,7 +97,7 @@ struct hetccl_comm {
   /* Grow (core/grow.c), on rank 0 only: the id hetcclCommGetUniqueId made
    * that no hetcclCommGrow has consumed yet, and the tag of the last one
    * consumed (a second use is refused by name). */
-  int grow_pending;
+  int grow_pending;                 /* 0 none, 1 pending, 2 being made (core/grow.c) */
   hetcclUniqueId grow_id;
   uint64_t grow_consumed_tag;
 

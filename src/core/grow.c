@@ -12,11 +12,14 @@
 #include <string.h>
 
 #include "core/lifecycle.h"
+#include "device/device.h"
 #include "util/error.h"
 #include "util/log.h"
 
 /* Distinct from split's and shrink's tags. */
 enum { TAG_GROW_ID = 0x47524f57u };
+/* c->grow_pending: 0 none, or one of these. */
+enum { GROW_PENDING = 1, GROW_MAKING = 2 };
 
 /* What the tree carries: the id and the size rank 0 grows to, which every
  * existing rank checks against its own. */
@@ -61,8 +64,10 @@ hetcclResult_t hetccl_comm_grow_id(struct hetccl_comm *c, hetcclUniqueId *id) {
                         "%s: only rank 0 of the communicator makes its grow id (called on rank %d of %d); the other "
                         "existing ranks call hetcclCommGrow with a NULL id",
                         fn, c->rank, c->nranks);
+  /* Claimed under the lock (GROW_MAKING) so that two threads cannot both make one. */
   pthread_mutex_lock(&c->lock);
   int pending = c->grow_pending;
+  if (!pending) c->grow_pending = GROW_MAKING;
   pthread_mutex_unlock(&c->lock);
   if (pending)
     return hetccl_error(hetcclInvalidUsage,
@@ -70,11 +75,12 @@ hetcclResult_t hetccl_comm_grow_id(struct hetccl_comm *c, hetcclUniqueId *id) {
                         "id at a time, as in NCCL)",
                         fn);
   hetcclUniqueId fresh;
-  HETCCL_TRY(hetccl_bootstrap_new_grow_id(&fresh, c->nranks));
+  hetcclResult_t rc = hetccl_bootstrap_new_grow_id(&fresh, c->nranks);
   pthread_mutex_lock(&c->lock);
-  c->grow_id = fresh;
-  c->grow_pending = 1;
+  if (rc == hetcclSuccess) c->grow_id = fresh;
+  c->grow_pending = rc == hetcclSuccess ? GROW_PENDING : 0;
   pthread_mutex_unlock(&c->lock);
+  if (rc != hetcclSuccess) return rc;
   *id = fresh;
   HETCCL_INFO("grow: rank 0 of %d made a grow id (tag %016llx)", c->nranks,
               (unsigned long long)hetccl_bootstrap_id_tag(&fresh));
@@ -87,7 +93,7 @@ static hetcclResult_t consume_root_id(struct hetccl_comm *c, const hetcclUniqueI
   hetcclResult_t rc = hetcclSuccess;
   uint64_t tag = hetccl_bootstrap_id_tag(id);
   pthread_mutex_lock(&c->lock);
-  if (c->grow_pending && memcmp(id, &c->grow_id, sizeof *id) == 0) {
+  if (c->grow_pending == GROW_PENDING && memcmp(id, &c->grow_id, sizeof *id) == 0) {
     c->grow_pending = 0;
     c->grow_consumed_tag = tag;
   } else if (c->grow_consumed_tag != 0 && tag == c->grow_consumed_tag) {
@@ -152,7 +158,14 @@ static hetcclResult_t grow_existing(struct hetccl_comm *c, int nranks, const het
     return hetccl_error(hetcclInvalidArgument, "%s: rank 0 grows the communicator to %d ranks, rank %d asked for %d",
                         fn, (int)m.nranks, c->rank, nranks);
   HETCCL_INFO("grow: rank %d of %d -> rank %d of %d", c->rank, c->nranks, c->rank, nranks);
-  return hetccl_comm_start(newcomm, nranks, &m.id, c->rank, nonblocking);
+  /* An existing rank keeps its device, as in NCCL, whatever device is
+   * current now: the new communicator takes the current one at creation. */
+  const struct hetccl_device_ops *dev = hetccl_device_get(c->device_kind);
+  int saved = dev && dev->set_device && c->device >= 0 ? dev->current() : -1;
+  if (saved >= 0 && saved != c->device) HETCCL_TRY(dev->set_device(c->device));
+  hetcclResult_t rc = hetccl_comm_start(newcomm, nranks, &m.id, c->rank, nonblocking);
+  if (saved >= 0 && saved != c->device) (void)dev->set_device(saved);
+  return rc;
 }
 
 static hetcclResult_t grow_new(int nranks, const hetcclUniqueId *id, int rank, hetcclComm_t *newcomm,
