@@ -252,10 +252,12 @@ hetcclResult_t hetcclCommGetUniqueId(hetcclComm_t comm, hetcclUniqueId *uniqueId
  * kind): the new communicator is initialised as any other, from the ranks
  * that joined, so it may span more domains than comm. Existing ranks keep
  * comm's device; new GPU ranks use their current device, as at init. comm
- * stays valid until destroyed. A NULL config keeps comm's blocking mode on existing
- * ranks and blocks on new ranks; non-blocking configs return
- * hetcclInProgress as hetcclCommInitRankConfig does (the id still travels
- * over comm during the call). Not inside a group (hetcclInvalidUsage).
+ * stays valid until destroyed. A NULL config keeps comm's blocking mode
+ * on existing ranks and blocks on new ranks. A non-blocking config returns
+ * hetcclInProgress at once, as hetcclCommInitRankConfig does, on every rank
+ * (the id's way over comm is then part of the init), whichever order the
+ * ranks call in; a blocking call returns when all ranks have joined. Not
+ * inside a group (hetcclInvalidUsage).
  * The id is consumed once its checks pass, whatever the outcome: a second
  * use is refused on rank 0, and on a new rank in a process that used it
  * for that rank already; elsewhere it finds its rendezvous over and times

@@ -9,6 +9,7 @@
 #include "core/grow.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/lifecycle.h"
@@ -127,6 +128,70 @@ static hetcclResult_t spread_id(struct hetccl_comm *c, struct grow_msg *m) {
   return hetcclSuccess;
 }
 
+/* After the tree: every existing rank asked for rank 0's size. */
+static hetcclResult_t spread_and_check(struct hetccl_comm *old, struct grow_msg *m, int nranks) {
+  HETCCL_TRY(spread_id(old, m));
+  if (m->nranks != nranks)
+    return hetccl_error(hetcclInvalidArgument, "hetcclCommGrow: rank 0 grows the communicator to %d ranks, rank %d "
+                        "asked for %d", (int)m->nranks, old->rank, nranks);
+  return hetcclSuccess;
+}
+
+/* A non-blocking grow on an existing rank: the id's tree and the init run
+ * on the new communicator's init thread, so the call returns at once (a
+ * rank other than 0 would otherwise wait there for rank 0's call). The
+ * thread holds the old communicator entered until the tree is done, so a
+ * destroy of it waits. */
+struct grow_async {
+  struct hetccl_comm *old, *c;
+  struct grow_msg m;
+};
+
+static void *grow_init_main(void *arg) {
+  struct grow_async *g = arg;
+  struct hetccl_comm *c = g->c;
+  hetcclResult_t rc = spread_and_check(g->old, &g->m, c->nranks);
+  hetccl_comm_leave(g->old);
+  if (rc == hetcclSuccess) {
+    c->id = g->m.id;
+    rc = hetccl_comm_init(c);
+  }
+  free(g);
+  atomic_store_explicit(&c->init_state, (int)rc, memory_order_release);
+  return NULL;
+}
+
+/* Creates and registers the new communicator with a placeholder id and
+ * starts its init thread; hetcclInProgress on success. */
+static hetcclResult_t grow_start_async(struct hetccl_comm *old, const struct grow_msg *m, int nranks,
+                                       hetcclComm_t *newcomm) {
+  struct grow_async *g = calloc(1, sizeof *g);
+  if (!g) return hetccl_error(hetcclSystemError, "hetcclCommGrow: out of memory");
+  struct hetccl_comm *c;
+  hetcclResult_t rc = hetccl_comm_create(&c, nranks, &m->id, old->rank, 1);
+  if (rc != hetcclSuccess) {
+    free(g);
+    return rc;
+  }
+  if (!hetccl_comm_enter(old)) { /* cannot happen: the caller is inside old */
+    hetccl_comm_free(c);
+    free(g);
+    return hetccl_error(hetcclInvalidUsage, "hetcclCommGrow: the communicator was destroyed during the call");
+  }
+  g->old = old, g->c = c, g->m = *m;
+  hetccl_comm_register(c);
+  if (pthread_create(&c->init_thread, NULL, grow_init_main, g) != 0) {
+    hetccl_comm_leave(old);
+    hetccl_comm_unregister(c);
+    hetccl_comm_free(c);
+    free(g);
+    return hetccl_error(hetcclSystemError, "hetcclCommGrow: could not start an init thread for rank %d", old->rank);
+  }
+  atomic_store(&c->init_thread_live, 1);
+  *newcomm = c;
+  return hetcclInProgress;
+}
+
 static hetcclResult_t grow_existing(struct hetccl_comm *c, int nranks, const hetcclUniqueId *id, int rank,
                                     hetcclComm_t *newcomm, int nonblocking) {
   const char *fn = "hetcclCommGrow";
@@ -153,17 +218,20 @@ static hetcclResult_t grow_existing(struct hetccl_comm *c, int nranks, const het
                         "from rank 0)",
                         fn, c->rank);
   }
-  HETCCL_TRY(spread_id(c, &m));
-  if (m.nranks != nranks)
-    return hetccl_error(hetcclInvalidArgument, "%s: rank 0 grows the communicator to %d ranks, rank %d asked for %d",
-                        fn, (int)m.nranks, c->rank, nranks);
-  HETCCL_INFO("grow: rank %d of %d -> rank %d of %d", c->rank, c->nranks, c->rank, nranks);
+  HETCCL_INFO("grow: rank %d of %d -> rank %d of %d%s", c->rank, c->nranks, c->rank, nranks,
+              nonblocking ? " (non-blocking)" : "");
   /* An existing rank keeps its device, as in NCCL, whatever device is
-   * current now: the new communicator takes the current one at creation. */
+   * current now: a new communicator takes the current one at creation. */
   const struct hetccl_device_ops *dev = hetccl_device_get(c->device_kind);
   int saved = dev && dev->set_device && c->device >= 0 ? dev->current() : -1;
   if (saved >= 0 && saved != c->device) HETCCL_TRY(dev->set_device(c->device));
-  hetcclResult_t rc = hetccl_comm_start(newcomm, nranks, &m.id, c->rank, nonblocking);
+  hetcclResult_t rc;
+  if (nonblocking) {
+    rc = grow_start_async(c, &m, nranks, newcomm);
+  } else {
+    rc = spread_and_check(c, &m, nranks);
+    if (rc == hetcclSuccess) rc = hetccl_comm_start(newcomm, nranks, &m.id, c->rank, 0);
+  }
   if (saved >= 0 && saved != c->device) (void)dev->set_device(saved);
   return rc;
 }

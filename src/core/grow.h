@@ -19,8 +19,10 @@ hetcclResult_t hetccl_comm_grow_id(struct hetccl_comm *c, hetcclUniqueId *id);
  * made, the others with id NULL); the id reaches them over c's bootstrap
  * along a binomial tree (at most log2 n messages per rank). New ranks pass
  * c NULL, the id and their rank. Then every rank joins an ordinary init of
- * nranks with that id (now, on its own thread, as `nonblocking` says);
- * existing ranks keep c's device, new ranks take their current one.
+ * nranks with that id (now, or on its own thread when `nonblocking`: then
+ * an existing rank's tree step runs there too, and the call returns
+ * hetcclInProgress at once); existing ranks keep c's device, new ranks take
+ * their current one.
  * The id is consumed once its checks pass, whatever the init's outcome:
  * its rendezvous serves one communicator.
  */

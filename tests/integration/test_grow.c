@@ -13,7 +13,9 @@
  *    computed here (small integers: exact, but float Avg within a bound);
  *  - the old communicator still works after the grow;
  *  - a second, non-blocking grow from the same old communicator (a new id
- *    once the first is consumed), polled, then an AllReduce on it.
+ *    once the first is consumed): every rank but 0 calls first and must
+ *    return (InProgress) before rank 0 calls, then all poll, then an
+ *    AllReduce on it.
  * In the first job, before the grow, bad arguments are refused with their
  * codes and messages (nothing communicates), and after it a consumed id is
  * refused on rank 0 and, for the same rank, on a new rank.
@@ -377,12 +379,18 @@ static int grow_rank(ht_ctx *ctx, void *arg) {
       ht_case(ctx, 1, "%s", "(balances the cases of other ranks)");
   }
 
-  /* A second grow of the old communicator, non-blocking. */
+  /* A second grow of the old communicator, non-blocking: every rank but 0
+   * calls first and must return before rank 0 calls at all (it waits for
+   * them at a barrier), so no call may wait for the id. */
   if (share_grow_id(ctx, old, &id) != 0) return 1;
   hetcclConfig_t nb = HETCCL_CONFIG_INITIALIZER;
   nb.blocking = 0;
-  rc = existing ? hetcclCommGrow(old, j->new_n, me == 0 ? &id : NULL, -1, &grown2, &nb)
-                : hetcclCommGrow(NULL, j->new_n, &id, me, &grown2, &nb);
+  if (me != 0)
+    rc = existing ? hetcclCommGrow(old, j->new_n, NULL, -1, &grown2, &nb)
+                  : hetcclCommGrow(NULL, j->new_n, &id, me, &grown2, &nb);
+  ctx->oob_timeout_s = 30;
+  ht_case(ctx, ht_oob_barrier(ctx) == 0, "a non-blocking Grow on some rank did not return before rank 0's call");
+  if (me == 0) rc = hetcclCommGrow(old, j->new_n, &id, -1, &grown2, &nb);
   ht_case(ctx, rc == hetcclInProgress && grown2, "non-blocking Grow returned %d, want hetcclInProgress: %s", (int)rc,
           hetcclGetLastError(NULL));
   if (grown2 && ok_rc(ctx, "non-blocking Grow, polled", wait_ready(grown2, rc, 60))) {
