@@ -277,6 +277,43 @@ hetcclResult_t hetcclParamGetString(hetcclParamHandle_t h, char *buf, size_t siz
 /* Every key, in hetccl-info's order; the table lives as long as the process. */
 hetcclResult_t hetcclParamKeys(const char *const **keys, int *count);
 
+/* ---- Growing a communicator (NCCL 2.29's ncclCommGetUniqueId, ncclCommGrow). ---- */
+
+/*
+ * The id of a grow of `comm`, called on rank 0 of comm only. It starts the
+ * new communicator's rendezvous in this process and is bound to comm: one
+ * at a time (refused while an earlier one is unconsumed), consumed by the
+ * hetcclCommGrow it is passed to. Send it to the new ranks as any unique id
+ * (it holds the rendezvous' secret). Its rendezvous waits for the ranks
+ * HETCCL_TIMEOUT_MS from this call, as an id of hetcclGetUniqueId does.
+ */
+hetcclResult_t hetcclCommGetUniqueId(hetcclComm_t comm, hetcclUniqueId *uniqueId);
+/*
+ * A new communicator of nRanks ranks: comm's ranks keep their numbers and
+ * the new ranks take comm's size .. nRanks-1. Every rank of both calls it,
+ * with the same nRanks:
+ *   rank 0 of comm:        comm, the id from hetcclCommGetUniqueId, rank -1;
+ *   comm's other ranks:    comm, uniqueId NULL, rank -1 (they get the id
+ *                          from rank 0 over comm, log2(size) messages deep);
+ *   new ranks:             comm NULL, the id, their rank (>= comm's size).
+ * New ranks may be host or GPU ranks of any domain (HETCCL_DOMAIN, device
+ * kind): the new communicator is initialised as any other, from the ranks
+ * that joined, so it may span more domains than comm. Existing ranks keep
+ * comm's device; new GPU ranks use their current device, as at init. comm
+ * stays valid until destroyed. A NULL config keeps comm's blocking mode
+ * on existing ranks and blocks on new ranks. A non-blocking config returns
+ * hetcclInProgress at once, as hetcclCommInitRankConfig does, on every rank
+ * (the id's way over comm is then part of the init), whichever order the
+ * ranks call in; a blocking call returns when all ranks have joined. Not
+ * inside a group (hetcclInvalidUsage).
+ * The id is consumed once its checks pass, whatever the outcome: a second
+ * use is refused on rank 0, and on a new rank in a process that used it
+ * for that rank already; elsewhere it finds its rendezvous over and times
+ * out (hetcclTimeout).
+ */
+hetcclResult_t hetcclCommGrow(hetcclComm_t comm, int nRanks, const hetcclUniqueId *uniqueId, int rank,
+                              hetcclComm_t *newcomm, hetcclConfig_t *config);
+
 #ifdef __cplusplus
 }
 #endif

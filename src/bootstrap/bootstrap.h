@@ -23,6 +23,14 @@ typedef struct hetccl_bootstrap hetccl_bootstrap;
  * else the default route's, else loopback) and a root listener bound to it. */
 hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id);
 
+/* As hetccl_bootstrap_new_id, for a communicator that grows: the id also
+ * records how many ranks the grown communicator keeps (the old one's size,
+ * 1 to 2^20), so a rank that joins with it alone can check its rank. */
+hetcclResult_t hetccl_bootstrap_new_grow_id(hetcclUniqueId *id, int kept_ranks);
+/* The ranks a grow id keeps; 0 for any other id (or bytes that are no id).
+ * Decoding fails silently here: hetccl_bootstrap_init reports bad ids. */
+int hetccl_bootstrap_id_grow_base(const hetcclUniqueId *id);
+
 /*
  * An id agreed through a launcher's environment: rank and size from torchrun
  * (RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE), PMI

@@ -13,6 +13,7 @@
 #define ID_OFF_TAG 32
 #define ID_OFF_SECRET 40
 #define ID_OFF_NRANKS 72
+#define ID_OFF_GROW_BASE 76
 
 /* Label of the key handed to transports: a key derived from, not equal to,
  * the bootstrap's own, so a transport hello can never be replayed as a
@@ -28,6 +29,7 @@ void hetccl_hcb_id_encode(const struct hetccl_hcb_id *in, hetcclUniqueId *id) {
   hetccl_hcb_put64(p + ID_OFF_TAG, in->tag);
   memcpy(p + ID_OFF_SECRET, in->secret, HCB_SECRET_BYTES);
   hetccl_hcb_put32(p + ID_OFF_NRANKS, in->nranks);
+  hetccl_hcb_put32(p + ID_OFF_GROW_BASE, in->grow_base);
 }
 
 hetcclResult_t hetccl_hcb_id_decode(const hetcclUniqueId *id, struct hetccl_hcb_id *out) {
@@ -46,12 +48,14 @@ hetcclResult_t hetccl_hcb_id_decode(const hetcclUniqueId *id, struct hetccl_hcb_
   if (out->nranks > HCB_MAX_RANKS)
     return hetccl_error(hetcclInvalidArgument, "bootstrap: unique id names %u ranks (at most %d)", out->nranks,
                         HCB_MAX_RANKS);
+  out->grow_base = hetccl_hcb_get32(p + ID_OFF_GROW_BASE);
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id) {
+static hetcclResult_t new_id(hetcclUniqueId *id, uint32_t grow_base) {
   struct hetccl_hcb_id in;
   memset(&in, 0, sizeof in);
+  in.grow_base = grow_base;
   HETCCL_TRY(hetccl_random_bytes(in.secret, sizeof in.secret));
   HETCCL_TRY(hetccl_random_bytes(&in.tag, sizeof in.tag));
   HETCCL_TRY(hetccl_sock_local_addr(hetccl_params()->socket_ifname, &in.root));
@@ -62,6 +66,24 @@ hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id) {
   hetccl_hcb_id_encode(&in, id);
   memset(&in, 0, sizeof in);
   return hetcclSuccess;
+}
+
+hetcclResult_t hetccl_bootstrap_new_id(hetcclUniqueId *id) { return new_id(id, 0); }
+
+hetcclResult_t hetccl_bootstrap_new_grow_id(hetcclUniqueId *id, int kept_ranks) {
+  if (kept_ranks < 1 || kept_ranks > HCB_MAX_RANKS)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap: a grow id must keep 1 to %d ranks, not %d", HCB_MAX_RANKS,
+                        kept_ranks);
+  return new_id(id, (uint32_t)kept_ranks);
+}
+
+int hetccl_bootstrap_id_grow_base(const hetcclUniqueId *id) {
+  /* Read the bytes directly, as the other accessors: no error is recorded
+   * here, the bootstrap's init reports a malformed id. */
+  const uint8_t *p = (const uint8_t *)id->internal;
+  if (hetccl_hcb_get32(p) != HCB_ID_MAGIC || hetccl_hcb_get16(p + 4) != HCB_ID_VERSION) return 0;
+  uint32_t base = hetccl_hcb_get32(p + ID_OFF_GROW_BASE);
+  return base <= HCB_MAX_RANKS ? (int)base : 0;
 }
 
 void hetccl_bootstrap_secret(const hetcclUniqueId *id, uint8_t secret[16]) {

@@ -5,7 +5,7 @@
  * Layout of the 128 id bytes (big-endian integers):
  *   0 magic u32 "HCID" | 4 version u16 | 6 flags u16 | 8 root address (24, wire.h)
  *  32 id tag u64 | 40 secret (32) | 72 expected nranks u32 (0: learnt from the
- *  first join) | 76..127 zero
+ *  first join) | 76 grow base u32 (0: not a grow id) | 80..127 zero
  */
 #ifndef HETCCL_BOOTSTRAP_ID_H
 #define HETCCL_BOOTSTRAP_ID_H
@@ -24,6 +24,7 @@ struct hetccl_hcb_id {
   uint64_t tag;               /* names this id on the wire; random or derived from the secret */
   uint8_t secret[HCB_SECRET_BYTES];
   uint32_t nranks;            /* 0 when the id does not fix the size */
+  uint32_t grow_base;         /* ranks a grow keeps (hetccl_bootstrap_new_grow_id); 0: not a grow id */
 };
 
 void hetccl_hcb_id_encode(const struct hetccl_hcb_id *in, hetcclUniqueId *id);

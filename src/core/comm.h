@@ -95,7 +95,14 @@ struct hetccl_comm {
 
   struct hetccl_user_redop *user_ops;
   int nuser_ops;
-  pthread_mutex_t lock;             /* guards user_ops */
+  pthread_mutex_t lock;             /* guards user_ops and the grow id below */
+
+  /* Grow (core/grow.c), on rank 0 only: the id hetcclCommGetUniqueId made
+   * that no hetcclCommGrow has consumed yet, and the tag of the last one
+   * consumed (a second use is refused by name). */
+  int grow_pending;                 /* 0 none, 1 pending, 2 being made (core/grow.c) */
+  hetcclUniqueId grow_id;
+  uint64_t grow_consumed_tag;
 
   /* First failure that broke the communicator (a failed operation, a link
    * error or timeout met by any wait on it, an abort), else hetcclSuccess.

@@ -21,10 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct hetccl_hcb_id a, b;
   if (hetccl_hcb_id_decode(&id, &a) != hetcclSuccess) return 0;
   (void)hetccl_bootstrap_id_tag(&id);
+  (void)hetccl_bootstrap_id_grow_base(&id);
   hetcclUniqueId again;
   hetccl_hcb_id_encode(&a, &again);
   if (hetccl_hcb_id_decode(&again, &b) != hetcclSuccess) abort();
-  if (a.tag != b.tag || a.nranks != b.nranks || memcmp(a.secret, b.secret, sizeof a.secret) ||
+  if (a.tag != b.tag || a.nranks != b.nranks || a.grow_base != b.grow_base || memcmp(a.secret, b.secret, sizeof a.secret) ||
       a.root.sa.sa_family != b.root.sa.sa_family)
     abort();
   return 0;
