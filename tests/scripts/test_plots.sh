@@ -39,6 +39,31 @@ echo "# nothing here" >"$tmp/empty.txt"
 python3 "$src/scripts/plot-bench" -o "$tmp/e.png" "e=$tmp/empty.txt" 2>/dev/null
 [ $? = 1 ] && [ ! -e "$tmp/e.png" ]; check $? "plot-bench refuses a file without rows"
 
+# Hand-written data files (size time busbw, '-' for a value not recorded, a
+# comment after a row) and the bar chart, as docs/img/data/draw.sh uses them.
+printf '# a recorded table\n1024 2.5 -  # one run\n4096 - 3.25\n' >"$tmp/d.txt"
+printf '%s\n' "s	1024	2.5	-" "s	4096	-	3.25" >"$tmp/want"
+python3 "$src/scripts/plot-bench" --data "s=$tmp/d.txt" >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got"; check $? "plot-bench reads a data file with '-' and comments ($(tr '\n' ' ' <"$tmp/got"))"
+python3 "$src/scripts/plot-bench" -o "$tmp/d.png" "s=$tmp/d.txt" >/dev/null
+check $? "plot-bench draws a data file"
+png "$tmp/d.png"; check $? "plot-bench wrote its PNG"
+printf '# c\nrun\tref\tours\nA\t10\t20\nB\t11\t-\n' >"$tmp/bars.tsv"
+printf '%s\n' "A	ref	10" "A	ours	20" "B	ref	11" "B	ours	-" >"$tmp/want"
+python3 "$src/scripts/plot-bench" --data --bars "$tmp/bars.tsv" >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got"; check $? "plot-bench --bars reads every cell"
+python3 "$src/scripts/plot-bench" -o "$tmp/bars.png" --ylabel v --bars "$tmp/bars.tsv" >/dev/null
+check $? "plot-bench --bars draws"
+png "$tmp/bars.png"; check $? "plot-bench --bars wrote a PNG"
+printf 'run\tref\nA\t10\t20\n' >"$tmp/badbars.tsv"
+python3 "$src/scripts/plot-bench" -o "$tmp/bb.png" --bars "$tmp/badbars.tsv" 2>/dev/null
+[ $? = 1 ] && [ ! -e "$tmp/bb.png" ]; check $? "plot-bench --bars refuses a row wider than its header"
+bash "$src/docs/img/data/draw.sh" "$tmp" >/dev/null
+check $? "docs/img/data/draw.sh draws the documents' GPU plots"
+for f in passthrough-nccl cuda-host crossdomain-pcie ddp-gloo; do
+  png "$tmp/bench-gpu-$f.png"; check $? "bench-gpu-$f.png is a PNG"
+done
+
 python3 "$src/scripts/trace-merge" --quiet -o "$tmp/merged.json" "$tmp"/t-*.json >/dev/null
 check $? "trace-merge checks the run's timelines"
 python3 "$src/scripts/trace-plot" "$tmp/merged.json" "$tmp/t.png" --call 3 >/dev/null
