@@ -12,16 +12,22 @@
  * exactly two domains; ranks outside a pair take part only in the
  * agreements.
  *
- * Test hook HETCCL_VALIDATE_CORRUPT=<n>: the n-th case with a non-zero count
+ * Test hook HETCCL_TEST_VALIDATE_CORRUPT=<n>: the n-th case with a non-zero count
  * gets one result element flipped on the rank whose output is checked
  * (the root of rooted collectives, else rank 0), after the call and before
  * the check, so the check must fail and name that case. Not for use
  * outside tests.
+ *
+ * Test hook HETCCL_TEST_VALIDATE_HANG=<n>: in case n the last rank of the
+ * communicator never makes the call (it sleeps), as a rank stuck elsewhere
+ * would, so the others wait and the watchdog must end the run and name the
+ * case. Not for use outside tests.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "validate.h"
 #include "values.h"
@@ -103,7 +109,8 @@ struct runner {
   struct val_report *r;
   struct val_buffers buf;
   int next_id;
-  long corrupt_at, nonzero_seen; /* the test hook */
+  long corrupt_at, nonzero_seen; /* the test hooks */
+  int hang_at;
 };
 
 /* The call on this rank's buffers, checked; returns wrong elements, or sets
@@ -170,6 +177,8 @@ static int run_case(struct runner *u, hetcclComm_t comm, const char *comm_name, 
   uint64_t wrong = 0;
   int err = 0;
   char msg[VAL_TEXT_BYTES] = "";
+  if (comm && u->hang_at == id && sub_rank == sub_n - 1)
+    for (;;) sleep(1); /* the test hook: the watchdog ends this */
   if (comm)
     wrong = run_one(u, comm, sub_rank, sub_n, coll, t, op, count, inplace, c.root < 0 ? 0 : c.root,
                     perf_mix64((uint64_t)c.id * 7919u + 17u), corrupt, &err, msg);
@@ -238,8 +247,10 @@ static int run_matrix(struct runner *u, hetcclComm_t comm, const char *name, int
 
 int val_correctness(struct perf_world *w, const struct val_options *o, struct val_report *r) {
   struct runner u = {.w = w, .o = o, .r = r};
-  const char *hook = getenv("HETCCL_VALIDATE_CORRUPT");
+  const char *hook = getenv("HETCCL_TEST_VALIDATE_CORRUPT");
   if (hook && hook[0]) u.corrupt_at = atol(hook);
+  hook = getenv("HETCCL_TEST_VALIDATE_HANG");
+  if (hook && hook[0]) u.hang_at = atoi(hook);
   struct matrix whole, pair;
   matrix_for(&whole, o->quick, 0);
   matrix_for(&pair, o->quick, 1);

@@ -62,8 +62,10 @@ void val_print_cases(const struct val_report *r, const char *comm) {
   for (size_t i = 0; i < r->ncases; i++) {
     const struct val_case *c = &r->cases[i];
     if (strcmp(c->comm, comm) || c->result == VAL_PASS) continue;
-    printf("  %s: case %d %s %s %s count %zu %s root %d: %llu wrong elements%s%s\n", val_result_name(c->result), c->id,
-           c->coll, c->type, c->op, c->count, c->inplace ? "in-place" : "out-of-place", c->root,
+    char root[24] = "";
+    if (c->root >= 0) snprintf(root, sizeof root, " root %d", c->root);
+    printf("  %s: case %d %s %s %s count %zu %s%s: %llu wrong elements%s%s\n", val_result_name(c->result), c->id,
+           c->coll, c->type, c->op, c->count, c->inplace ? "in-place" : "out-of-place", root,
            (unsigned long long)c->wrong, c->error[0] ? "; " : "", c->error);
   }
 }

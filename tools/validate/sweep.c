@@ -149,7 +149,7 @@ int val_sweep(struct perf_world *w, const struct val_options *o, struct val_repo
     if (w->dev->host_alloc(w->device, maxb + 64, &s.pinned, &mapped) != hetcclSuccess) s.pinned = NULL;
   }
   double tcp[8] = {0};
-  int tcp_test = getenv("HETCCL_VALIDATE_TEST_TCP") && atoi(getenv("HETCCL_VALIDATE_TEST_TCP"));
+  int tcp_test = getenv("HETCCL_TEST_VALIDATE_TCP") && atoi(getenv("HETCCL_TEST_VALIDATE_TCP"));
   if ((hosts > 1 || tcp_test) && w->nranks > 1) {
     struct val_case c = {.comm = "sweep", .coll = "tcp", .type = "-", .op = "-", .nranks = w->nranks};
     val_watchdog_arm(w->comm, &c);
