@@ -7,7 +7,8 @@
 #ifdef HETCCL_PERF_STAND_IN_HIP
 /* Built as test-tools/perf_stand_in_hip (tests/abi): hip ranks run over the
  * stand-in HIP runtime, which takes only its own marker image as a code
- * object and runs the kernels as their host builds. */
+ * object and runs the kernels as their host builds (hetccl-validate's
+ * test-tools/validate_stand_in_hip too, also on cuda ranks). */
 #include "device/hip/hip_internal.h"
 static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
 static const char *stand_in_archs(void) { return "gfx942"; }
@@ -16,6 +17,11 @@ static const void *stand_in_image(const char *arch, size_t *bytes) {
   return *bytes ? g_stand_in_image : NULL;
 }
 static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+/* Cuda ranks over the stand-in CUDA driver: it takes the embedded fatbin,
+ * and in a build without nvcc, which has none, this marker instead; either
+ * way the kernels run as their host builds. */
+#include "device/cuda/cuda_internal.h"
+static const char g_stand_in_cuda_image[] = "HETCCL-STAND-IN-CUDA-MODULE";
 #endif
 
 static int device_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
@@ -45,6 +51,7 @@ int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
   }
 #ifdef HETCCL_PERF_STAND_IN_HIP
   if (hip) hetccl_hip_set_images(&g_stand_in_images);
+  if (!hip && !hetccl_kernels_cuda_archs()) hetccl_cuda_set_test_image(g_stand_in_cuda_image);
 #endif
   int device = (local_rank < 0 ? 0 : local_rank) % ngpus;
   hetcclResult_t rc = dev->set_device(device);
