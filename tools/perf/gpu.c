@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef HETCCL_PERF_STAND_IN_HIP
-/* Built as test-tools/perf_stand_in_hip (tests/abi): hip ranks run over the
- * stand-in HIP runtime, which takes only its own marker image as a code
- * object and runs the kernels as their host builds (hetccl-validate's
- * test-tools/validate_stand_in_hip too, also on cuda ranks). */
+/* Hip ranks over a stand-in HIP runtime take its marker image as their
+ * code object: always in test-tools/perf_stand_in_hip and
+ * validate_stand_in_hip (tests/abi: the CI stand-in runs the kernels as
+ * their host builds), and with the test hook HETCCL_TEST_HIP_MARKER_IMAGE=1
+ * in the installed tools (the stand-in HIP over CUDA on a GPU machine,
+ * tests/abi/stand_in_hip_cuda.c, which loads the CUDA kernels for it, so a
+ * build without AMD code objects runs; scripts/gpu-validate.sh). */
 #include "device/hip/hip_internal.h"
 static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
 static const char *stand_in_archs(void) { return "gfx942"; }
@@ -17,6 +19,15 @@ static const void *stand_in_image(const char *arch, size_t *bytes) {
   return *bytes ? g_stand_in_image : NULL;
 }
 static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+static int use_hip_marker_image(void) {
+#ifdef HETCCL_PERF_STAND_IN_HIP
+  return 1;
+#else
+  const char *v = getenv("HETCCL_TEST_HIP_MARKER_IMAGE");
+  return v && !strcmp(v, "1");
+#endif
+}
+#ifdef HETCCL_PERF_STAND_IN_HIP
 /* Cuda ranks over the stand-in CUDA driver: it takes the embedded fatbin,
  * and in a build without nvcc, which has none, this marker instead; either
  * way the kernels run as their host builds. */
@@ -49,8 +60,8 @@ int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
                 : (hip ? "this build has no hip device kind" : "this build has no cuda device kind"));
     return PERF_EXIT_USAGE;
   }
+  if (hip && use_hip_marker_image()) hetccl_hip_set_images(&g_stand_in_images);
 #ifdef HETCCL_PERF_STAND_IN_HIP
-  if (hip) hetccl_hip_set_images(&g_stand_in_images);
   if (!hip && !hetccl_kernels_cuda_archs()) hetccl_cuda_set_test_image(g_stand_in_cuda_image);
 #endif
   int device = (local_rank < 0 ? 0 : local_rank) % ngpus;
