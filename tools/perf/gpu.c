@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "say.h"
+
 /* Hip ranks over a stand-in HIP runtime take its marker image as their
  * code object: always in test-tools/perf_stand_in_hip and
  * validate_stand_in_hip (tests/abi: the CI stand-in runs the kernels as
@@ -36,7 +38,7 @@ static const char g_stand_in_cuda_image[] = "HETCCL-STAND-IN-CUDA-MODULE";
 #endif
 
 static int device_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
-  fprintf(stderr, "hetccl-perf: rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
+  perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
           hetcclGetLastError(NULL));
   return PERF_EXIT_LIBRARY;
 }
@@ -55,7 +57,7 @@ int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
   const struct hetccl_device_ops *dev = hetccl_device_get(hip ? HETCCL_DEVICE_HIP : HETCCL_DEVICE_CUDA);
   int ngpus = dev && dev->available() ? dev->count() : 0;
   if (ngpus <= 0) {
-    fprintf(stderr, "hetccl-perf: rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
+    perf_say("rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
             dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
                 : (hip ? "this build has no hip device kind" : "this build has no cuda device kind"));
     return PERF_EXIT_USAGE;
@@ -85,7 +87,7 @@ void perf_gpu_detach(struct perf_world *w) {
 int perf_gpu_alloc(struct perf_world *w, size_t bytes, void **ptr) {
   hetcclResult_t rc = w->dev->mem_alloc(w->device, bytes, ptr);
   if (rc == hetcclSuccess) return 0;
-  fprintf(stderr, "hetccl-perf: rank %d: cannot allocate %zu bytes on GPU %d: %s\n", w->rank, bytes, w->device,
+  perf_say("rank %d: cannot allocate %zu bytes on GPU %d: %s\n", w->rank, bytes, w->device,
           hetcclGetLastError(NULL));
   return PERF_EXIT_RANK;
 }
@@ -117,7 +119,7 @@ int perf_gpu_fill(struct perf_world *w, void *ptr, size_t bytes, unsigned char v
   if (chunk == 0) return 0;
   unsigned char *h = malloc(chunk), *d = ptr;
   if (!h) {
-    fprintf(stderr, "hetccl-perf: rank %d: cannot allocate %zu bytes\n", w->rank, chunk);
+    perf_say("rank %d: cannot allocate %zu bytes\n", w->rank, chunk);
     return PERF_EXIT_RANK;
   }
   memset(h, value, chunk);

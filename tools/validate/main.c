@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "say.h"
 #include "validate.h"
 
 static struct val_options g_opts;
@@ -60,6 +61,7 @@ static int rank_main(struct perf_world *w, const struct perf_options *po) {
 
 int main(int argc, char **argv) {
   struct val_options *o = &g_opts;
+  perf_prog = "hetccl-validate"; /* in the messages of hetccl-perf's parts */
   o->sweep = 1;
   o->case_timeout_s = 60;
   /* argv for hetccl-perf's parser: a collective it needs but we ignore,
