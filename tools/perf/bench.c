@@ -271,7 +271,7 @@ static int describe_ranks(struct bench *b) {
 /* The rank must be what the buffers need: a host rank for host buffers, a
  * cuda rank on this rank's GPU for device buffers (HetCCL), and under
  * --lib nccl a host communicator (it only carries the agreements). */
-static int check_rank_kind(struct perf_world *w, const struct perf_options *o) {
+int perf_check_rank_kind(struct perf_world *w, const struct perf_options *o) {
   int dev = -1;
   hetcclResult_t rc = hetcclCommDevice(w->comm, &dev);
   int want = (perf_rank_device(o, w->rank) != PERF_DEVICE_HOST && o->lib == PERF_LIB_HETCCL) ? w->device : -1;
@@ -346,7 +346,7 @@ static int sweep(struct bench *b) {
 }
 
 int perf_bench(struct perf_world *w, const struct perf_options *o) {
-  int st = check_rank_kind(w, o);
+  int st = perf_check_rank_kind(w, o);
   if (st) return st;
   if (o->coll->rooted && o->root >= w->nranks) {
     if (w->rank == 0) perf_say("root %d is not a rank (nranks %d)\n", o->root, w->nranks);

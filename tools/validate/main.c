@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "say.h"
 #include "validate.h"
 
@@ -37,7 +38,14 @@ static int rank_main(struct perf_world *w, const struct perf_options *po) {
   const struct val_options *o = &g_opts;
   struct val_report r = {.o = o, .nranks = w->nranks};
   int st = val_watchdog_start(&r, w->rank, o->case_timeout_s);
-  if (!st) st = val_facts(w, o, &r);
+  if (!st) st = perf_check_rank_kind(w, &o->perf);
+  if (!st) {
+    /* The facts' agreement waits for every rank: bounded like a case. */
+    struct val_case facts = {.comm = "world", .nranks = w->nranks, .coll = "facts", .type = "-", .op = "-"};
+    val_watchdog_arm(w->comm, &facts);
+    st = val_facts(w, o, &r);
+    val_watchdog_disarm();
+  }
   if (!st) st = val_correctness(w, o, &r);
   if (!st && o->sweep) st = val_sweep(w, o, &r);
   val_watchdog_stop();
