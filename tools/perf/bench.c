@@ -59,8 +59,8 @@ static const char *last_error(const struct bench *b) {
 
 static int call_failed(struct bench *b, const struct perf_row *row, int inplace, hetcclResult_t rc) {
   perf_say("rank %d: %s%s %s %s size %zu (%s) failed: %s (%s)\n", b->w->rank,
-          b->o->lib == PERF_LIB_NCCL ? "NCCL " : "", b->o->coll->name, row->type, row->op, row->bytes,
-          inplace ? "in-place" : "out-of-place", hetcclGetErrorString(rc), last_error(b));
+           b->o->lib == PERF_LIB_NCCL ? "NCCL " : "", b->o->coll->name, row->type, row->op, row->bytes,
+           inplace ? "in-place" : "out-of-place", hetcclGetErrorString(rc), last_error(b));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -184,8 +184,8 @@ static int measure(struct bench *b, struct perf_row *row, struct perf_call *c, c
     uint64_t wrong = o->coll->check(&hc, &v, t->size);
     if (wrong)
       perf_say("rank %d: %s %s %s size %zu %s: %llu wrong elements\n", b->w->rank,
-              o->coll->name, row->type, row->op, row->bytes, inplace ? "in-place" : "out-of-place",
-              (unsigned long long)wrong);
+               o->coll->name, row->type, row->op, row->bytes, inplace ? "in-place" : "out-of-place",
+               (unsigned long long)wrong);
     if ((st = perf_world_sum(b->w, &wrong))) return st;
     res->wrong = (int64_t)wrong;
     b->wrong_total += wrong;
@@ -278,10 +278,10 @@ int perf_check_rank_kind(struct perf_world *w, const struct perf_options *o) {
   if (rc == hetcclSuccess && dev == want) return 0;
   if (want < 0)
     perf_say("rank %d is not a host rank (device %d); run with HETCCL_DEVICE=host\n", w->rank,
-            dev);
+             dev);
   else
     perf_say("rank %d: the communicator is on device %d, not on this rank's GPU %d\n", w->rank,
-            dev, want);
+             dev, want);
   return PERF_EXIT_USAGE;
 }
 

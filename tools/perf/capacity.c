@@ -139,7 +139,7 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
   int n = o->nranks;
   char h1[32], h2[32];
   perf_say("%d ranks (-N %d, -e %zu) do not fit this machine; nothing was started.\n", n, n,
-          o->maxbytes);
+           o->maxbytes);
   fprintf(stderr, "  shm segments:      %llu bytes (%s):", (unsigned long long)need->shm_bytes,
           human(need->shm_bytes, h1));
   if (need->links > need->window_links || !need->links)
@@ -184,7 +184,7 @@ int perf_capacity_check(const struct perf_options *o) {
   struct perf_shm_settings s;
   if (perf_shm_settings_read(&s) != 0) {
     perf_say("cannot read the library's shm settings; not checking that %d ranks fit\n",
-            o->nranks);
+             o->nranks);
     return 0;
   }
   struct perf_need need;

@@ -39,7 +39,7 @@ static const char g_stand_in_cuda_image[] = "HETCCL-STAND-IN-CUDA-MODULE";
 
 static int device_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
   perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
-          hetcclGetLastError(NULL));
+           hetcclGetLastError(NULL));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -58,7 +58,7 @@ int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
   int ngpus = dev && dev->available() ? dev->count() : 0;
   if (ngpus <= 0) {
     perf_say("rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
-            dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
+             dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
                 : (hip ? "this build has no hip device kind" : "this build has no cuda device kind"));
     return PERF_EXIT_USAGE;
   }
@@ -88,7 +88,7 @@ int perf_gpu_alloc(struct perf_world *w, size_t bytes, void **ptr) {
   hetcclResult_t rc = w->dev->mem_alloc(w->device, bytes, ptr);
   if (rc == hetcclSuccess) return 0;
   perf_say("rank %d: cannot allocate %zu bytes on GPU %d: %s\n", w->rank, bytes, w->device,
-          hetcclGetLastError(NULL));
+           hetcclGetLastError(NULL));
   return PERF_EXIT_RANK;
 }
 

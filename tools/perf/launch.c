@@ -65,7 +65,7 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
   hetcclResult_t rc = hetcclCommInitRank(&w->comm, w->nranks, *id, w->rank);
   if (rc != hetcclSuccess) {
     perf_say("rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
-            hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+             hetcclGetErrorString(rc), hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
   }
   if (!w->shared && w->dev && o->lib == PERF_LIB_HETCCL) {
@@ -82,7 +82,7 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
     rc = hetcclCommDestroy(w->comm);
     if (rc != hetcclSuccess) {
       perf_say("rank %d: hetcclCommDestroy failed: %s (%s)\n", w->rank,
-              hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+               hetcclGetErrorString(rc), hetcclGetLastError(NULL));
       if (status == PERF_EXIT_OK) status = PERF_EXIT_LIBRARY;
     }
     /* Only after a clean run: freeing device memory waits for the device,
@@ -154,11 +154,11 @@ static void report_end(int r, pid_t pid, int wstatus, int first_failure) {
   if (WIFSIGNALED(wstatus)) {
     int sig = WTERMSIG(wstatus);
     perf_say("rank %d (pid %d) died of signal %d (%s, %s)%s\n", r, (int)pid, sig,
-            perf_signal_name(sig), strsignal(sig),
-            sig == SIGKILL ? "; the kernel's out-of-memory killer sends it too (see dmesg)" : "");
+             perf_signal_name(sig), strsignal(sig),
+             sig == SIGKILL ? "; the kernel's out-of-memory killer sends it too (see dmesg)" : "");
   } else if (first_failure && WIFEXITED(wstatus)) {
     perf_say("rank %d (pid %d) exited with status %d (%s)\n", r, (int)pid,
-            WEXITSTATUS(wstatus), perf_exit_meaning(WEXITSTATUS(wstatus)));
+             WEXITSTATUS(wstatus), perf_exit_meaning(WEXITSTATUS(wstatus)));
   }
 }
 
@@ -175,10 +175,10 @@ static void remove_leftovers(const struct perf_shared *s) {
   int n = hetccl_shm_remove_comm(tag, &bytes);
   if (n > 0)
     perf_say("removed %d shm segments (%llu bytes) that the ranks left in %s%s*\n", n,
-            (unsigned long long)bytes, HETCCL_SHM_DIR, prefix);
+             (unsigned long long)bytes, HETCCL_SHM_DIR, prefix);
   else if (n < 0)
     perf_say("cannot read %s to remove segments the ranks may have left (%s%s*)\n",
-            HETCCL_SHM_DIR, HETCCL_SHM_DIR, prefix);
+             HETCCL_SHM_DIR, HETCCL_SHM_DIR, prefix);
 }
 
 int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
@@ -219,7 +219,7 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
     hetcclResult_t rc = hetcclGetUniqueId(&s->id);
     if (rc != hetcclSuccess) {
       perf_say("hetcclGetUniqueId failed: %s (%s)\n", hetcclGetErrorString(rc),
-              hetcclGetLastError(NULL));
+               hetcclGetLastError(NULL));
       atomic_store(&s->abort, 1);
       result = PERF_EXIT_LIBRARY;
     } else {
@@ -305,12 +305,12 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
   hetcclResult_t rc = hetcclGetUniqueIdFromEnv(&id, &w.rank, &w.nranks);
   if (rc != hetcclSuccess) {
     perf_say("hetcclGetUniqueIdFromEnv failed: %s (%s)\n", hetcclGetErrorString(rc),
-            hetcclGetLastError(NULL));
+             hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
   }
   if (o->ndomains && (perf_domain_total(o) != w.nranks || launcher_rank() != w.rank)) {
     perf_say("--domains sizes add up to %d, but the launcher started %d ranks\n",
-            perf_domain_total(o), w.nranks);
+             perf_domain_total(o), w.nranks);
     return PERF_EXIT_USAGE;
   }
   return run_rank(&w, &id, o, fn, perf_gpu_local_rank(w.rank));

@@ -7,7 +7,7 @@
 
 static int nccl_failed(struct perf_world *w, const struct perf_nccl *n, const char *what, ncclResult_t r) {
   perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what,
-          n->api && n->api->GetErrorString ? n->api->GetErrorString(r) : "?", perf_nccl_last_error(n));
+           n->api && n->api->GetErrorString ? n->api->GetErrorString(r) : "?", perf_nccl_last_error(n));
   return PERF_EXIT_LIBRARY;
 }
 

@@ -260,7 +260,7 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
   }
   if (o->ndomain_devices && o->ndomain_devices != o->ndomains) {
     perf_say("-G names %d kinds, one per --domains block; --domains has %d\n",
-            o->ndomain_devices, o->ndomains);
+             o->ndomain_devices, o->ndomains);
     return PERF_PARSE_ERROR;
   }
   if (o->nranks && o->coll->rooted && o->root >= o->nranks) {

@@ -21,7 +21,7 @@ static char g_prefix[HETCCL_SHM_PREFIX_BYTES]; /* this job's shm names, with the
 
 static void die(int rank, const char *when) {
   perf_say("rank %d: test hook HETCCL_PERF_TEST_KILL_RANK: SIGKILL %s (job's shm names: %s%s*)\n",
-          rank, when, HETCCL_SHM_DIR, g_prefix);
+           rank, when, HETCCL_SHM_DIR, g_prefix);
   fflush(stderr);
   raise(SIGKILL);
 }

@@ -57,7 +57,7 @@ int perf_shared_barrier(struct perf_shared *s) {
 
 static int library_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
   perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
-          hetcclGetLastError(w->comm));
+           hetcclGetLastError(w->comm));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -88,7 +88,7 @@ static int agree(struct perf_world *w, int kind, const void *in, size_t in_bytes
   size_t in_at = (out_bytes + 255) & ~(size_t)255;
   if (in_at + in_bytes > w->scratch_bytes) {
     perf_say("rank %d: %s: %zu bytes do not fit the scratch buffer\n", w->rank, what,
-            in_at + in_bytes);
+             in_at + in_bytes);
     return PERF_EXIT_LIBRARY;
   }
   unsigned char *dout = w->scratch, *din = dout + in_at;
