@@ -281,7 +281,7 @@ int val_correctness(struct perf_world *w, const struct val_options *o, struct va
       char name[24];
       snprintf(name, sizeof name, "%s+%s", d.name[a], d.name[b]);
       hetcclComm_t sub = NULL;
-      struct val_case split = {.id = 0, .nranks = sub_n, .coll = "commsplit", .type = "-", .op = "-"};
+      struct val_case split = {.id = 0, .root = -1, .nranks = sub_n, .coll = "commsplit", .type = "-", .op = "-"};
       snprintf(split.comm, sizeof split.comm, "%s", name);
       val_watchdog_arm(w->comm, &split);
       hetcclResult_t rc = hetcclCommSplit(w->comm, member ? a * VAL_MAX_DOMAINS + b : HETCCL_SPLIT_NOCOLOR, w->rank,

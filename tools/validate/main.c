@@ -41,7 +41,7 @@ static int rank_main(struct perf_world *w, const struct perf_options *po) {
   if (!st) st = perf_check_rank_kind(w, &o->perf);
   if (!st) {
     /* The facts' agreement waits for every rank: bounded like a case. */
-    struct val_case facts = {.comm = "world", .nranks = w->nranks, .coll = "facts", .type = "-", .op = "-"};
+    struct val_case facts = {.root = -1, .comm = "world", .nranks = w->nranks, .coll = "facts", .type = "-", .op = "-"};
     val_watchdog_arm(w->comm, &facts);
     st = val_facts(w, o, &r);
     val_watchdog_disarm();

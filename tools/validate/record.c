@@ -71,7 +71,8 @@ void val_print_cases(const struct val_report *r, const char *comm) {
 }
 
 void val_print_sweep(const struct val_report *r) {
-  printf("\n# Bandwidth: HetCCL beside its same-run reference (float; bus bandwidth as nccl-tests, algorithm bandwidth on one rank)\n");
+  printf("\n# Bandwidth: HetCCL beside its same-run reference\n"
+         "# (float; bus bandwidth as nccl-tests, algorithm bandwidth on one rank)\n");
   printf("  %-14s %10s %10s %10s  %-9s %10s %7s %10s  %s\n", "collective", "bytes", "time us", "busbw GB/s",
          "reference", "ref GB/s", "ratio", "tcp GB/s", "result");
   for (size_t i = 0; i < r->nbw; i++) {

@@ -162,7 +162,7 @@ int val_sweep(struct perf_world *w, const struct val_options *o, struct val_repo
   double tcp[8] = {0};
   int tcp_test = getenv("HETCCL_TEST_VALIDATE_TCP") && atoi(getenv("HETCCL_TEST_VALIDATE_TCP"));
   if ((hosts > 1 || tcp_test) && w->nranks > 1) {
-    struct val_case c = {.comm = "sweep", .coll = "tcp", .type = "-", .op = "-", .nranks = w->nranks};
+    struct val_case c = {.root = -1, .comm = "sweep", .coll = "tcp", .type = "-", .op = "-", .nranks = w->nranks};
     val_watchdog_arm(w->comm, &c);
     st = val_tcp_stream(w, r->ranks, sizes, nsizes, s.iters, tcp);
     val_watchdog_disarm();
@@ -178,7 +178,7 @@ int val_sweep(struct perf_world *w, const struct val_options *o, struct val_repo
                             .comm = w->comm, .stream = w->stream, .nccl = s.ref == REF_NCCL ? &s.nccl : NULL};
       struct val_bw b = {.coll = coll->name, .bytes = sh.bytes, .result = VAL_PASS};
       snprintf(b.ref, sizeof b.ref, "%s", ref_names[s.ref]);
-      struct val_case wc = {.comm = "sweep", .coll = coll->name, .type = "float", .op = "sum",
+      struct val_case wc = {.root = -1, .comm = "sweep", .coll = coll->name, .type = "float", .op = "sum",
                             .count = sh.paramcount, .nranks = w->nranks};
       val_watchdog_arm(w->comm, &wc);
       char err[VAL_TEXT_BYTES] = "";

@@ -32,10 +32,12 @@ static double now_s(void) {
 
 static void fire(void) {
   struct val_case c = g_case.c;
+  char root[24] = "";
+  if (c.root >= 0) snprintf(root, sizeof root, " root %d", c.root);
   fprintf(stderr,
-          "hetccl-validate: rank %d: TIMEOUT: case %d (%s, %d ranks) %s %s %s count %zu %s root %d did not finish in "
-          "%d s; aborting its communicator\n",
-          g_rank, c.id, c.comm, c.nranks, c.coll, c.type, c.op, c.count, c.inplace ? "in-place" : "out-of-place", c.root,
+          "hetccl-validate: rank %d: TIMEOUT: case %d (%s, %d ranks) %s %s %s count %zu %s%s did not finish in %d s; "
+          "aborting its communicator\n",
+          g_rank, c.id, c.comm, c.nranks, c.coll, c.type, c.op, c.count, c.inplace ? "in-place" : "out-of-place", root,
           g_timeout_s);
   if (g_rank == 0 && g_report) {
     c.result = VAL_TIMEOUT;
