@@ -82,6 +82,13 @@ run_pass() {
 
 run_pass host-1domain 0 1 "$bin" -N 4
 run_pass host-2domains 1 1 env HETCCL_TEST_VALIDATE_TCP=1 "$bin" --domains 2,2
+# The raw TCP column (over the loopback under the hook) is in every row.
+if python3 -c "import json,sys; assert all(b['tcp_gbs'] for b in json.load(open(sys.argv[1]))['sweep'])" \
+    "$tmp/host-2domains.json" 2>/dev/null; then
+  ok "host-2domains: the TCP reference in every sweep row"
+else
+  bad "host-2domains: a sweep row without the TCP reference"
+fi
 run_pass host-3domains 3 0 "$bin" --domains 1,1,2 --no-sweep
 
 # The corrupting hook: the 5th case with a non-zero count is case 7

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,10 @@ int val_tcp_stream(struct perf_world *w, const struct perf_rank_info *ranks, con
       fd = -1;
     }
   } else if (w->rank == 0 && buf) {
-    fd = accept(lfd, NULL, NULL); /* the peer connects after the broadcast */
+    /* The peer connects after the broadcast; one that cannot (a firewall,
+     * no route) leaves the column empty instead of hanging here. */
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    fd = poll(&p, 1, 10000) == 1 ? accept(lfd, NULL, NULL) : -1;
   }
   if (fd >= 0) {
     int one = 1;
