@@ -17,33 +17,7 @@
 #include "device/device.h"
 #include "util/time.h"
 #include "../common/size.h"
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static const struct hetccl_device_ops *D;
-
-/* Median seconds of `iters` runs of copies on one or two streams. */
-static int timed(void *d0, const void *s0, void *d1, const void *s1, size_t bytes, hetcclStream_t a, hetcclStream_t b,
-                 int iters, double *median, double *enqueue) {
-  double t[64], e[64];
-  if (iters > 64) iters = 64;
-  for (int i = -1; i < iters; i++) { /* i = -1: warm-up */
-    uint64_t t0 = hetccl_now_ns();
-    if (D->copy_async(d0, s0, bytes, a) != hetcclSuccess) return -1;
-    if (i >= 0) e[i] = (double)(hetccl_now_ns() - t0) * 1e-9;
-    if (d1 && D->copy_async(d1, s1, bytes, b) != hetcclSuccess) return -1;
-    if (D->stream_synchronize(a) != hetcclSuccess || (d1 && D->stream_synchronize(b) != hetcclSuccess)) return -1;
-    if (i >= 0) t[i] = (double)(hetccl_now_ns() - t0) * 1e-9;
-  }
-  qsort(t, (size_t)iters, sizeof t[0], cmp_double);
-  qsort(e, (size_t)iters, sizeof e[0], cmp_double);
-  *median = t[iters / 2];
-  *enqueue = e[iters / 2];
-  return 0;
-}
+#include "copy.h"
 
 int main(int argc, char **argv) {
   int device = 0, iters = 10;
@@ -62,7 +36,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hetccl-pciebench: bad sizes or iteration count\n");
     return 2;
   }
-  D = hetccl_device_get(HETCCL_DEVICE_CUDA);
+  const struct hetccl_device_ops *D = hetccl_device_get(HETCCL_DEVICE_CUDA);
   if (!D || !D->available()) {
     fprintf(stderr, "hetccl-pciebench: no usable CUDA device: %s\n", hetcclGetLastError(NULL));
     return 1;
@@ -80,9 +54,9 @@ int main(int argc, char **argv) {
   printf("# %12s %12s %12s %14s %12s\n", "size(B)", "d2h GB/s", "h2d GB/s", "both GB/s each", "enqueue us");
   for (size_t b = minb; b <= maxb; b *= 2) {
     double d2h, h2d, both, enq, unused;
-    if (timed(host[0], dev[0], NULL, NULL, b, s[0], s[1], iters, &d2h, &enq) ||
-        timed(dev[1], host[1], NULL, NULL, b, s[0], s[1], iters, &h2d, &unused) ||
-        timed(host[0], dev[0], dev[1], host[1], b, s[0], s[1], iters, &both, &unused))
+    if (pcie_copy_timed(D, host[0], dev[0], NULL, NULL, b, s[0], s[1], iters, &d2h, &enq) ||
+        pcie_copy_timed(D, dev[1], host[1], NULL, NULL, b, s[0], s[1], iters, &h2d, &unused) ||
+        pcie_copy_timed(D, host[0], dev[0], dev[1], host[1], b, s[0], s[1], iters, &both, &unused))
       goto fail;
     printf("  %12zu %12.2f %12.2f %14.2f %12.2f\n", b, (double)b / d2h * 1e-9, (double)b / h2d * 1e-9,
            (double)b / both * 1e-9, enq * 1e6);

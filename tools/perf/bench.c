@@ -11,6 +11,7 @@
 #include "gpu.h"
 #include "nccl_direct.h"
 #include "report.h"
+#include "say.h"
 #include "test_kill.h"
 #include "values.h"
 #include "ccl/nccl/nccl_vendor.h"
@@ -57,9 +58,9 @@ static const char *last_error(const struct bench *b) {
 }
 
 static int call_failed(struct bench *b, const struct perf_row *row, int inplace, hetcclResult_t rc) {
-  fprintf(stderr, "hetccl-perf: rank %d: %s%s %s %s size %zu (%s) failed: %s (%s)\n", b->w->rank,
-          b->o->lib == PERF_LIB_NCCL ? "NCCL " : "", b->o->coll->name, row->type, row->op, row->bytes,
-          inplace ? "in-place" : "out-of-place", hetcclGetErrorString(rc), last_error(b));
+  perf_say("rank %d: %s%s %s %s size %zu (%s) failed: %s (%s)\n", b->w->rank,
+           b->o->lib == PERF_LIB_NCCL ? "NCCL " : "", b->o->coll->name, row->type, row->op, row->bytes,
+           inplace ? "in-place" : "out-of-place", hetcclGetErrorString(rc), last_error(b));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -182,9 +183,9 @@ static int measure(struct bench *b, struct perf_row *row, struct perf_call *c, c
     }
     uint64_t wrong = o->coll->check(&hc, &v, t->size);
     if (wrong)
-      fprintf(stderr, "hetccl-perf: rank %d: %s %s %s size %zu %s: %llu wrong elements\n", b->w->rank,
-              o->coll->name, row->type, row->op, row->bytes, inplace ? "in-place" : "out-of-place",
-              (unsigned long long)wrong);
+      perf_say("rank %d: %s %s %s size %zu %s: %llu wrong elements\n", b->w->rank,
+               o->coll->name, row->type, row->op, row->bytes, inplace ? "in-place" : "out-of-place",
+               (unsigned long long)wrong);
     if ((st = perf_world_sum(b->w, &wrong))) return st;
     res->wrong = (int64_t)wrong;
     b->wrong_total += wrong;
@@ -270,17 +271,17 @@ static int describe_ranks(struct bench *b) {
 /* The rank must be what the buffers need: a host rank for host buffers, a
  * cuda rank on this rank's GPU for device buffers (HetCCL), and under
  * --lib nccl a host communicator (it only carries the agreements). */
-static int check_rank_kind(struct perf_world *w, const struct perf_options *o) {
+int perf_check_rank_kind(struct perf_world *w, const struct perf_options *o) {
   int dev = -1;
   hetcclResult_t rc = hetcclCommDevice(w->comm, &dev);
   int want = (perf_rank_device(o, w->rank) != PERF_DEVICE_HOST && o->lib == PERF_LIB_HETCCL) ? w->device : -1;
   if (rc == hetcclSuccess && dev == want) return 0;
   if (want < 0)
-    fprintf(stderr, "hetccl-perf: rank %d is not a host rank (device %d); run with HETCCL_DEVICE=host\n", w->rank,
-            dev);
+    perf_say("rank %d is not a host rank (device %d); run with HETCCL_DEVICE=host\n", w->rank,
+             dev);
   else
-    fprintf(stderr, "hetccl-perf: rank %d: the communicator is on device %d, not on this rank's GPU %d\n", w->rank,
-            dev, want);
+    perf_say("rank %d: the communicator is on device %d, not on this rank's GPU %d\n", w->rank,
+             dev, want);
   return PERF_EXIT_USAGE;
 }
 
@@ -289,7 +290,7 @@ static int alloc_buffers(struct bench *b) {
   b->buf_bytes = o->maxbytes + 64;
   if (!b->gpu) {
     if (posix_memalign((void **)&b->sbuf, 64, b->buf_bytes) || posix_memalign((void **)&b->rbuf, 64, b->buf_bytes)) {
-      fprintf(stderr, "hetccl-perf: rank %d: cannot allocate 2 x %zu bytes\n", b->w->rank, b->buf_bytes);
+      perf_say("rank %d: cannot allocate 2 x %zu bytes\n", b->w->rank, b->buf_bytes);
       return PERF_EXIT_RANK;
     }
     /* Touch every page now, not inside the first timed call. */
@@ -307,7 +308,7 @@ static int alloc_buffers(struct bench *b) {
   b->mirror_bytes = (o->maxbytes < o->check_max ? o->maxbytes : o->check_max) + 64;
   if (posix_memalign((void **)&b->hsbuf, 64, b->mirror_bytes) ||
       posix_memalign((void **)&b->hrbuf, 64, b->mirror_bytes)) {
-    fprintf(stderr, "hetccl-perf: rank %d: cannot allocate 2 x %zu bytes\n", b->w->rank, b->mirror_bytes);
+    perf_say("rank %d: cannot allocate 2 x %zu bytes\n", b->w->rank, b->mirror_bytes);
     return PERF_EXIT_RANK;
   }
   return 0;
@@ -345,10 +346,10 @@ static int sweep(struct bench *b) {
 }
 
 int perf_bench(struct perf_world *w, const struct perf_options *o) {
-  int st = check_rank_kind(w, o);
+  int st = perf_check_rank_kind(w, o);
   if (st) return st;
   if (o->coll->rooted && o->root >= w->nranks) {
-    if (w->rank == 0) fprintf(stderr, "hetccl-perf: root %d is not a rank (nranks %d)\n", o->root, w->nranks);
+    if (w->rank == 0) perf_say("root %d is not a rank (nranks %d)\n", o->root, w->nranks);
     return PERF_EXIT_USAGE;
   }
   const char *corrupt = getenv("HETCCL_PERF_CORRUPT");

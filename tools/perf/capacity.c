@@ -4,6 +4,7 @@
 
 #include "exec/window.h"
 #include "transport/shm_footprint.h"
+#include "say.h"
 #include "world.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b) {
@@ -137,8 +138,8 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
                     const struct perf_room *room) {
   int n = o->nranks;
   char h1[32], h2[32];
-  fprintf(stderr, "hetccl-perf: %d ranks (-N %d, -e %zu) do not fit this machine; nothing was started.\n", n, n,
-          o->maxbytes);
+  perf_say("%d ranks (-N %d, -e %zu) do not fit this machine; nothing was started.\n", n, n,
+           o->maxbytes);
   fprintf(stderr, "  shm segments:      %llu bytes (%s):", (unsigned long long)need->shm_bytes,
           human(need->shm_bytes, h1));
   if (need->links > need->window_links || !need->links)
@@ -182,8 +183,8 @@ static void explain(const struct perf_options *o, const struct perf_shm_settings
 int perf_capacity_check(const struct perf_options *o) {
   struct perf_shm_settings s;
   if (perf_shm_settings_read(&s) != 0) {
-    fprintf(stderr, "hetccl-perf: cannot read the library's shm settings; not checking that %d ranks fit\n",
-            o->nranks);
+    perf_say("cannot read the library's shm settings; not checking that %d ranks fit\n",
+             o->nranks);
     return 0;
   }
   struct perf_need need;

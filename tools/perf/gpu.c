@@ -4,10 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef HETCCL_PERF_STAND_IN_HIP
-/* Built as test-tools/perf_stand_in_hip (tests/abi): hip ranks run over the
- * stand-in HIP runtime, which takes only its own marker image as a code
- * object and runs the kernels as their host builds. */
+#include "say.h"
+
+/* Hip ranks over a stand-in HIP runtime take its marker image as their
+ * code object: always in test-tools/perf_stand_in_hip and
+ * validate_stand_in_hip (tests/abi: the CI stand-in runs the kernels as
+ * their host builds), and with the test hook HETCCL_TEST_HIP_MARKER_IMAGE=1
+ * in the installed tools (the stand-in HIP over CUDA on a GPU machine,
+ * tests/abi/stand_in_hip_cuda.c, which loads the CUDA kernels for it, so a
+ * build without AMD code objects runs; scripts/gpu-validate.sh). */
 #include "device/hip/hip_internal.h"
 static const char g_stand_in_image[] = "HETCCL-STAND-IN-HIP-CODE-OBJECT";
 static const char *stand_in_archs(void) { return "gfx942"; }
@@ -16,11 +21,25 @@ static const void *stand_in_image(const char *arch, size_t *bytes) {
   return *bytes ? g_stand_in_image : NULL;
 }
 static const struct hetccl_hip_images g_stand_in_images = {.archs = stand_in_archs, .image = stand_in_image};
+static int use_hip_marker_image(void) {
+#ifdef HETCCL_PERF_STAND_IN_HIP
+  return 1;
+#else
+  const char *v = getenv("HETCCL_TEST_HIP_MARKER_IMAGE");
+  return v && !strcmp(v, "1");
+#endif
+}
+#ifdef HETCCL_PERF_STAND_IN_HIP
+/* Cuda ranks over the stand-in CUDA driver: it takes the embedded fatbin,
+ * and in a build without nvcc, which has none, this marker instead; either
+ * way the kernels run as their host builds. */
+#include "device/cuda/cuda_internal.h"
+static const char g_stand_in_cuda_image[] = "HETCCL-STAND-IN-CUDA-MODULE";
 #endif
 
 static int device_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
-  fprintf(stderr, "hetccl-perf: rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
-          hetcclGetLastError(NULL));
+  perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
+           hetcclGetLastError(NULL));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -38,13 +57,14 @@ int perf_gpu_attach(struct perf_world *w, int local_rank, int kind) {
   const struct hetccl_device_ops *dev = hetccl_device_get(hip ? HETCCL_DEVICE_HIP : HETCCL_DEVICE_CUDA);
   int ngpus = dev && dev->available() ? dev->count() : 0;
   if (ngpus <= 0) {
-    fprintf(stderr, "hetccl-perf: rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
-            dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
+    perf_say("rank %d: -G %s, but %s (hetccl-info says more)\n", w->rank, hip ? "hip" : "cuda",
+             dev ? (hip ? "no HIP runtime or no GPU was found here" : "no CUDA driver or no GPU was found here")
                 : (hip ? "this build has no hip device kind" : "this build has no cuda device kind"));
     return PERF_EXIT_USAGE;
   }
+  if (hip && use_hip_marker_image()) hetccl_hip_set_images(&g_stand_in_images);
 #ifdef HETCCL_PERF_STAND_IN_HIP
-  if (hip) hetccl_hip_set_images(&g_stand_in_images);
+  if (!hip && !hetccl_kernels_cuda_archs()) hetccl_cuda_set_test_image(g_stand_in_cuda_image);
 #endif
   int device = (local_rank < 0 ? 0 : local_rank) % ngpus;
   hetcclResult_t rc = dev->set_device(device);
@@ -67,8 +87,8 @@ void perf_gpu_detach(struct perf_world *w) {
 int perf_gpu_alloc(struct perf_world *w, size_t bytes, void **ptr) {
   hetcclResult_t rc = w->dev->mem_alloc(w->device, bytes, ptr);
   if (rc == hetcclSuccess) return 0;
-  fprintf(stderr, "hetccl-perf: rank %d: cannot allocate %zu bytes on GPU %d: %s\n", w->rank, bytes, w->device,
-          hetcclGetLastError(NULL));
+  perf_say("rank %d: cannot allocate %zu bytes on GPU %d: %s\n", w->rank, bytes, w->device,
+           hetcclGetLastError(NULL));
   return PERF_EXIT_RANK;
 }
 
@@ -99,7 +119,7 @@ int perf_gpu_fill(struct perf_world *w, void *ptr, size_t bytes, unsigned char v
   if (chunk == 0) return 0;
   unsigned char *h = malloc(chunk), *d = ptr;
   if (!h) {
-    fprintf(stderr, "hetccl-perf: rank %d: cannot allocate %zu bytes\n", w->rank, chunk);
+    perf_say("rank %d: cannot allocate %zu bytes\n", w->rank, chunk);
     return PERF_EXIT_RANK;
   }
   memset(h, value, chunk);

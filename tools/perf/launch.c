@@ -13,6 +13,7 @@
 #include "capacity.h"
 #include "gpu.h"
 #include "rank_end.h"
+#include "say.h"
 #include "shared.h"
 #include "test_kill.h"
 #include "transport/shm_footprint.h"
@@ -63,8 +64,8 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
   perf_test_kill_arm(w->rank, id);
   hetcclResult_t rc = hetcclCommInitRank(&w->comm, w->nranks, *id, w->rank);
   if (rc != hetcclSuccess) {
-    fprintf(stderr, "hetccl-perf: rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
-            hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+    perf_say("rank %d: hetcclCommInitRank failed: %s (%s)\n", w->rank,
+             hetcclGetErrorString(rc), hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
   }
   if (!w->shared && w->dev && o->lib == PERF_LIB_HETCCL) {
@@ -80,8 +81,8 @@ static int run_rank(struct perf_world *w, const hetcclUniqueId *id, const struct
   if (status == PERF_EXIT_OK || status == PERF_EXIT_WRONG) {
     rc = hetcclCommDestroy(w->comm);
     if (rc != hetcclSuccess) {
-      fprintf(stderr, "hetccl-perf: rank %d: hetcclCommDestroy failed: %s (%s)\n", w->rank,
-              hetcclGetErrorString(rc), hetcclGetLastError(NULL));
+      perf_say("rank %d: hetcclCommDestroy failed: %s (%s)\n", w->rank,
+               hetcclGetErrorString(rc), hetcclGetLastError(NULL));
       if (status == PERF_EXIT_OK) status = PERF_EXIT_LIBRARY;
     }
     /* Only after a clean run: freeing device memory waits for the device,
@@ -130,7 +131,7 @@ static int forked_rank_main(struct perf_shared *s, int rank, const struct perf_o
     struct timespec ts = {0, 1000 * 1000};
     nanosleep(&ts, NULL);
     if (++waited > 120 * 1000) {
-      fprintf(stderr, "hetccl-perf: rank %d: no unique id from the parent after 120 s\n", rank);
+      perf_say("rank %d: no unique id from the parent after 120 s\n", rank);
       return PERF_EXIT_RANK;
     }
   }
@@ -152,12 +153,12 @@ static int status_of(int wstatus) {
 static void report_end(int r, pid_t pid, int wstatus, int first_failure) {
   if (WIFSIGNALED(wstatus)) {
     int sig = WTERMSIG(wstatus);
-    fprintf(stderr, "hetccl-perf: rank %d (pid %d) died of signal %d (%s, %s)%s\n", r, (int)pid, sig,
-            perf_signal_name(sig), strsignal(sig),
-            sig == SIGKILL ? "; the kernel's out-of-memory killer sends it too (see dmesg)" : "");
+    perf_say("rank %d (pid %d) died of signal %d (%s, %s)%s\n", r, (int)pid, sig,
+             perf_signal_name(sig), strsignal(sig),
+             sig == SIGKILL ? "; the kernel's out-of-memory killer sends it too (see dmesg)" : "");
   } else if (first_failure && WIFEXITED(wstatus)) {
-    fprintf(stderr, "hetccl-perf: rank %d (pid %d) exited with status %d (%s)\n", r, (int)pid,
-            WEXITSTATUS(wstatus), perf_exit_meaning(WEXITSTATUS(wstatus)));
+    perf_say("rank %d (pid %d) exited with status %d (%s)\n", r, (int)pid,
+             WEXITSTATUS(wstatus), perf_exit_meaning(WEXITSTATUS(wstatus)));
   }
 }
 
@@ -173,11 +174,11 @@ static void remove_leftovers(const struct perf_shared *s) {
   hetccl_shm_comm_prefix(tag, prefix);
   int n = hetccl_shm_remove_comm(tag, &bytes);
   if (n > 0)
-    fprintf(stderr, "hetccl-perf: removed %d shm segments (%llu bytes) that the ranks left in %s%s*\n", n,
-            (unsigned long long)bytes, HETCCL_SHM_DIR, prefix);
+    perf_say("removed %d shm segments (%llu bytes) that the ranks left in %s%s*\n", n,
+             (unsigned long long)bytes, HETCCL_SHM_DIR, prefix);
   else if (n < 0)
-    fprintf(stderr, "hetccl-perf: cannot read %s to remove segments the ranks may have left (%s%s*)\n",
-            HETCCL_SHM_DIR, HETCCL_SHM_DIR, prefix);
+    perf_say("cannot read %s to remove segments the ranks may have left (%s%s*)\n",
+             HETCCL_SHM_DIR, HETCCL_SHM_DIR, prefix);
 }
 
 int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
@@ -187,7 +188,7 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
   struct perf_shared *s = perf_shared_create(n);
   pid_t *pids = calloc((size_t)n, sizeof(pid_t));
   if (!s || !pids) {
-    fprintf(stderr, "hetccl-perf: cannot allocate the shared region for %d ranks\n", n);
+    perf_say("cannot allocate the shared region for %d ranks\n", n);
     free(pids);
     perf_shared_destroy(s);
     return PERF_EXIT_RANK;
@@ -206,7 +207,7 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
       exit(forked_rank_main(s, r, o, fn, saved));
     }
     if (pid < 0) {
-      fprintf(stderr, "hetccl-perf: fork failed: %s\n", strerror(errno));
+      perf_say("fork failed: %s\n", strerror(errno));
       atomic_store(&s->abort, 1);
       result = PERF_EXIT_RANK;
       break;
@@ -217,8 +218,8 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
   if (result == PERF_EXIT_OK) {
     hetcclResult_t rc = hetcclGetUniqueId(&s->id);
     if (rc != hetcclSuccess) {
-      fprintf(stderr, "hetccl-perf: hetcclGetUniqueId failed: %s (%s)\n", hetcclGetErrorString(rc),
-              hetcclGetLastError(NULL));
+      perf_say("hetcclGetUniqueId failed: %s (%s)\n", hetcclGetErrorString(rc),
+               hetcclGetLastError(NULL));
       atomic_store(&s->abort, 1);
       result = PERF_EXIT_LIBRARY;
     } else {
@@ -254,10 +255,10 @@ int perf_run_forked(const struct perf_options *o, perf_rank_fn fn) {
     int stop = g_stop_signal;
     if ((timed_out || grace_over || stop) && !killed) {
       if (stop) {
-        fprintf(stderr, "hetccl-perf: %s; killing the ranks\n", perf_signal_name(stop));
+        perf_say("%s; killing the ranks\n", perf_signal_name(stop));
         result = PERF_EXIT_RANK;
       } else if (timed_out) {
-        fprintf(stderr, "hetccl-perf: timeout after %d s; killing the ranks\n", o->timeout_s);
+        perf_say("timeout after %d s; killing the ranks\n", o->timeout_s);
         result = PERF_EXIT_RANK;
       }
       atomic_store(&s->abort, 1);
@@ -293,7 +294,7 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
   if (o->ndomains) {
     int r = launcher_rank();
     if (r < 0 || perf_domain_of(o, r) < 0) {
-      fprintf(stderr, "hetccl-perf: --domains does not cover rank %d\n", r);
+      perf_say("--domains does not cover rank %d\n", r);
       return PERF_EXIT_USAGE;
     }
     set_domain(o, r);
@@ -303,13 +304,13 @@ int perf_run_launched(const struct perf_options *o, perf_rank_fn fn) {
   struct perf_world w = {0};
   hetcclResult_t rc = hetcclGetUniqueIdFromEnv(&id, &w.rank, &w.nranks);
   if (rc != hetcclSuccess) {
-    fprintf(stderr, "hetccl-perf: hetcclGetUniqueIdFromEnv failed: %s (%s)\n", hetcclGetErrorString(rc),
-            hetcclGetLastError(NULL));
+    perf_say("hetcclGetUniqueIdFromEnv failed: %s (%s)\n", hetcclGetErrorString(rc),
+             hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
   }
   if (o->ndomains && (perf_domain_total(o) != w.nranks || launcher_rank() != w.rank)) {
-    fprintf(stderr, "hetccl-perf: --domains sizes add up to %d, but the launcher started %d ranks\n",
-            perf_domain_total(o), w.nranks);
+    perf_say("--domains sizes add up to %d, but the launcher started %d ranks\n",
+             perf_domain_total(o), w.nranks);
     return PERF_EXIT_USAGE;
   }
   return run_rank(&w, &id, o, fn, perf_gpu_local_rank(w.rank));

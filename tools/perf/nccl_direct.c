@@ -3,16 +3,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "say.h"
+
 static int nccl_failed(struct perf_world *w, const struct perf_nccl *n, const char *what, ncclResult_t r) {
-  fprintf(stderr, "hetccl-perf: rank %d: %s failed: %s (%s)\n", w->rank, what,
-          n->api && n->api->GetErrorString ? n->api->GetErrorString(r) : "?", perf_nccl_last_error(n));
+  perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what,
+           n->api && n->api->GetErrorString ? n->api->GetErrorString(r) : "?", perf_nccl_last_error(n));
   return PERF_EXIT_LIBRARY;
 }
 
 int perf_nccl_open(struct perf_world *w, struct perf_nccl *n) {
   memset(n, 0, sizeof(*n));
   if (hetccl_nccl_load(&n->api) != hetcclSuccess) {
-    fprintf(stderr, "hetccl-perf: rank %d: no NCCL library: %s\n", w->rank, hetcclGetLastError(NULL));
+    perf_say("rank %d: no NCCL library: %s\n", w->rank, hetcclGetLastError(NULL));
     return PERF_EXIT_LIBRARY;
   }
   ncclUniqueId id;

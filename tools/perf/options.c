@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "say.h"
 #include "values.h"
 #include "../common/size.h"
 
@@ -207,12 +208,12 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
     char letter = 0;
     if (arg[0] != '-') {
       if (o->coll) {
-        fprintf(stderr, "hetccl-perf: unexpected argument '%s'\n", arg);
+        perf_say("unexpected argument '%s'\n", arg);
         return PERF_PARSE_ERROR;
       }
       o->coll = perf_coll_find(arg);
       if (!o->coll) {
-        fprintf(stderr, "hetccl-perf: unknown collective '%s' (one of: %s)\n", arg, perf_coll_names());
+        perf_say("unknown collective '%s' (one of: %s)\n", arg, perf_coll_names());
         return PERF_PARSE_ERROR;
       }
       continue;
@@ -228,52 +229,52 @@ int perf_options_parse(int argc, char **argv, struct perf_options *o) {
     }
     if (letter == 'h') return PERF_PARSE_HELP;
     if (!letter || !strchr("befiordnwcNDTGLHRC", letter)) {
-      fprintf(stderr, "hetccl-perf: unknown flag '%s'\n", arg);
+      perf_say("unknown flag '%s'\n", arg);
       return PERF_PARSE_ERROR;
     }
     if (!val && takes_no_value(letter)) val = "1";
     if (!val) {
       if (i + 1 >= argc) {
-        fprintf(stderr, "hetccl-perf: flag '%s' needs a value\n", arg);
+        perf_say("flag '%s' needs a value\n", arg);
         return PERF_PARSE_ERROR;
       }
       val = argv[++i];
     }
     if (set_flag(o, letter, val)) {
-      fprintf(stderr, "hetccl-perf: bad value '%s' for '%s'\n", val, arg);
+      perf_say("bad value '%s' for '%s'\n", val, arg);
       return PERF_PARSE_ERROR;
     }
   }
   if (o->host_ref) o->host_time = 1;
   if (!o->coll) {
-    fprintf(stderr, "hetccl-perf: name a collective (one of: %s)\n", perf_coll_names());
+    perf_say("name a collective (one of: %s)\n", perf_coll_names());
     return PERF_PARSE_ERROR;
   }
   if (o->minbytes > o->maxbytes) {
-    fprintf(stderr, "hetccl-perf: -b %zu is larger than -e %zu\n", o->minbytes, o->maxbytes);
+    perf_say("-b %zu is larger than -e %zu\n", o->minbytes, o->maxbytes);
     return PERF_PARSE_ERROR;
   }
   if (o->nranks && o->ndomains && perf_domain_total(o) != o->nranks) {
-    fprintf(stderr, "hetccl-perf: --domains sizes add up to %d, not -N %d\n", perf_domain_total(o), o->nranks);
+    perf_say("--domains sizes add up to %d, not -N %d\n", perf_domain_total(o), o->nranks);
     return PERF_PARSE_ERROR;
   }
   if (o->ndomain_devices && o->ndomain_devices != o->ndomains) {
-    fprintf(stderr, "hetccl-perf: -G names %d kinds, one per --domains block; --domains has %d\n",
-            o->ndomain_devices, o->ndomains);
+    perf_say("-G names %d kinds, one per --domains block; --domains has %d\n",
+             o->ndomain_devices, o->ndomains);
     return PERF_PARSE_ERROR;
   }
   if (o->nranks && o->coll->rooted && o->root >= o->nranks) {
-    fprintf(stderr, "hetccl-perf: root %d is not a rank (-N %d)\n", o->root, o->nranks);
+    perf_say("root %d is not a rank (-N %d)\n", o->root, o->nranks);
     return PERF_PARSE_ERROR;
   }
   if (o->lib == PERF_LIB_NCCL) {
     /* NCCL's buffers are device memory; it has no domains. */
     if (o->device_given && (o->device != PERF_DEVICE_CUDA || o->ndomain_devices)) {
-      fprintf(stderr, "hetccl-perf: --lib nccl needs device buffers (-G cuda)\n");
+      perf_say("--lib nccl needs device buffers (-G cuda)\n");
       return PERF_PARSE_ERROR;
     }
     if (o->ndomains) {
-      fprintf(stderr, "hetccl-perf: --lib nccl has no --domains\n");
+      perf_say("--lib nccl has no --domains\n");
       return PERF_PARSE_ERROR;
     }
     o->device = PERF_DEVICE_CUDA;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "say.h"
 #include "bootstrap/bootstrap.h"
 #include "transport/shm_footprint.h"
 
@@ -19,8 +20,8 @@ static int g_when = KILL_NEVER;
 static char g_prefix[HETCCL_SHM_PREFIX_BYTES]; /* this job's shm names, with the leading '/' */
 
 static void die(int rank, const char *when) {
-  fprintf(stderr, "hetccl-perf: rank %d: test hook HETCCL_PERF_TEST_KILL_RANK: SIGKILL %s (job's shm names: %s%s*)\n",
-          rank, when, HETCCL_SHM_DIR, g_prefix);
+  perf_say("rank %d: test hook HETCCL_PERF_TEST_KILL_RANK: SIGKILL %s (job's shm names: %s%s*)\n",
+           rank, when, HETCCL_SHM_DIR, g_prefix);
   fflush(stderr);
   raise(SIGKILL);
 }

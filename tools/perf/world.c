@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "say.h"
 #include "shared.h"
 
 struct perf_shared *perf_shared_create(int nranks) {
@@ -55,8 +56,8 @@ int perf_shared_barrier(struct perf_shared *s) {
 }
 
 static int library_failed(struct perf_world *w, const char *what, hetcclResult_t rc) {
-  fprintf(stderr, "hetccl-perf: rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
-          hetcclGetLastError(w->comm));
+  perf_say("rank %d: %s failed: %s (%s)\n", w->rank, what, hetcclGetErrorString(rc),
+           hetcclGetLastError(w->comm));
   return PERF_EXIT_LIBRARY;
 }
 
@@ -86,8 +87,8 @@ static int agree(struct perf_world *w, int kind, const void *in, size_t in_bytes
    * perf_world_scratch_bytes promised. */
   size_t in_at = (out_bytes + 255) & ~(size_t)255;
   if (in_at + in_bytes > w->scratch_bytes) {
-    fprintf(stderr, "hetccl-perf: rank %d: %s: %zu bytes do not fit the scratch buffer\n", w->rank, what,
-            in_at + in_bytes);
+    perf_say("rank %d: %s: %zu bytes do not fit the scratch buffer\n", w->rank, what,
+             in_at + in_bytes);
     return PERF_EXIT_LIBRARY;
   }
   unsigned char *dout = w->scratch, *din = dout + in_at;
