@@ -40,6 +40,12 @@ hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *
  * whose peers do not all arrive gets hetcclTimeout naming how many did. */
 hetcclResult_t hetccl_bootstrap_init(const hetcclUniqueId *id, int rank, int nranks, int64_t timeout_ms,
                                      hetccl_bootstrap **out);
+/* The same over `nids` roots (1..nranks), every rank passing the same ids in
+ * the same order: rank r joins the root of ids[r * nids / nranks], so each
+ * root serves a contiguous slice of the ranks; the object is the same as
+ * with one root. */
+hetcclResult_t hetccl_bootstrap_init_roots(const hetcclUniqueId *ids, int nids, int rank, int nranks, int64_t timeout_ms,
+                                           hetccl_bootstrap **out);
 
 /* buf holds nranks slots of `bytes`; this rank's slot is filled on entry, all on return. */
 hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t bytes);

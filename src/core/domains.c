@@ -66,16 +66,24 @@ int hetccl_comm_needs_link(const struct hetccl_comm *c, int peer) {
   return lib && lib->uses_links;
 }
 
-/* The domain's broadcast for vendor unique ids: domain rank 0 sends to the rest. */
+/* The domain's broadcast for vendor unique ids: a binomial tree over the
+ * bootstrap rooted at domain rank 0, so no rank sends more than
+ * ceil(log2 size) messages and the id reaches everyone in as many rounds.
+ * Domain rank i hears from i minus its lowest set bit, then passes the id to
+ * i + 2^k for every 2^k below that bit, largest subtree first. */
 static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
   struct hetccl_comm *c = ctx;
   enum { TAG_VENDOR_ID = 0x56494431u };
-  if (c->domain_rank == 0) {
-    for (int i = 1; i < c->domain_size; i++)
-      HETCCL_TRY(hetccl_bootstrap_send(c->bootstrap, c->domain_members[i], TAG_VENDOR_ID, buf, bytes));
-    return hetcclSuccess;
+  int i = c->domain_rank, size = c->domain_size, span = 1;
+  if (i == 0) {
+    while (span < size) span <<= 1;
+  } else {
+    while (!(i & span)) span <<= 1;
+    HETCCL_TRY(hetccl_bootstrap_recv(c->bootstrap, c->domain_members[i - span], TAG_VENDOR_ID, buf, bytes));
   }
-  return hetccl_bootstrap_recv(c->bootstrap, c->domain_members[0], TAG_VENDOR_ID, buf, bytes);
+  for (int m = span >> 1; m > 0; m >>= 1)
+    if (i + m < size) HETCCL_TRY(hetccl_bootstrap_send(c->bootstrap, c->domain_members[i + m], TAG_VENDOR_ID, buf, bytes));
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
