@@ -201,6 +201,24 @@ hetcclResult_t hetccl_bootstrap_barrier(hetccl_bootstrap *b) {
   return op_end(b, rc);
 }
 
+/* Member i hears from i minus its lowest set bit, then passes the data to
+ * i + 2^k for every 2^k below that bit, the largest subtree first. */
+hetcclResult_t hetccl_bootstrap_bcast_among(hetccl_bootstrap *b, const int *members, int n, int index, uint32_t tag,
+                                            void *buf, size_t bytes) {
+  if (!b || !members || n < 1 || index < 0 || index >= n)
+    return hetccl_error(hetcclInvalidArgument, "bootstrap bcast: member %d of %d is out of range", index, n);
+  int span = 1;
+  if (index == 0) {
+    while (span < n) span <<= 1;
+  } else {
+    while (!(index & span)) span <<= 1;
+    HETCCL_TRY(hetccl_bootstrap_recv(b, members[index - span], tag, buf, bytes));
+  }
+  for (int m = span >> 1; m > 0; m >>= 1)
+    if (index + m < n) HETCCL_TRY(hetccl_bootstrap_send(b, members[index + m], tag, buf, bytes));
+  return hetcclSuccess;
+}
+
 void hetccl_bootstrap_destroy(hetccl_bootstrap *b) {
   if (!b) return;
   /* Wake an operation another thread may be blocked in, then wait for it to

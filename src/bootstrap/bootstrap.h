@@ -62,6 +62,11 @@ hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t
 hetcclResult_t hetccl_bootstrap_send(hetccl_bootstrap *b, int peer, uint32_t tag, const void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_recv(hetccl_bootstrap *b, int peer, uint32_t tag, void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_barrier(hetccl_bootstrap *b);
+/* Broadcast of `bytes` from members[0] to members[0..n) (ranks of b; this
+ * rank is members[index]) over a binomial tree of user messages tagged
+ * `tag`: ceil(log2 n) rounds, and no member sends more than that many. */
+hetcclResult_t hetccl_bootstrap_bcast_among(hetccl_bootstrap *b, const int *members, int n, int index, uint32_t tag,
+                                            void *buf, size_t bytes);
 
 /* A 16-byte key derived from the id's secret (for transports' hellos; not the
  * bootstrap's own key) and a 64-bit tag unique to the id. */

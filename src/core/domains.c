@@ -67,23 +67,12 @@ int hetccl_comm_needs_link(const struct hetccl_comm *c, int peer) {
 }
 
 /* The domain's broadcast for vendor unique ids: a binomial tree over the
- * bootstrap rooted at domain rank 0, so no rank sends more than
- * ceil(log2 size) messages and the id reaches everyone in as many rounds.
- * Domain rank i hears from i minus its lowest set bit, then passes the id to
- * i + 2^k for every 2^k below that bit, largest subtree first. */
+ * bootstrap from domain rank 0 (ceil(log2 size) rounds, as many sends at most per rank). */
 static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
   struct hetccl_comm *c = ctx;
   enum { TAG_VENDOR_ID = 0x56494431u };
-  int i = c->domain_rank, size = c->domain_size, span = 1;
-  if (i == 0) {
-    while (span < size) span <<= 1;
-  } else {
-    while (!(i & span)) span <<= 1;
-    HETCCL_TRY(hetccl_bootstrap_recv(c->bootstrap, c->domain_members[i - span], TAG_VENDOR_ID, buf, bytes));
-  }
-  for (int m = span >> 1; m > 0; m >>= 1)
-    if (i + m < size) HETCCL_TRY(hetccl_bootstrap_send(c->bootstrap, c->domain_members[i + m], TAG_VENDOR_ID, buf, bytes));
-  return hetcclSuccess;
+  return hetccl_bootstrap_bcast_among(c->bootstrap, c->domain_members, c->domain_size, c->domain_rank, TAG_VENDOR_ID,
+                                      buf, bytes);
 }
 
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
