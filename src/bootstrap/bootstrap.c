@@ -17,15 +17,15 @@
 #include "util/time.h"
 
 /* Every rank's listener address: the root told this rank its ring
- * neighbour's, so a ring of 24-byte slots (sent to rank + 1 only) brings the
- * rest. Peers prove the secret in their hello, and every slot must hold an
- * address. */
+ * neighbour's; an allgather of 24-byte slots that learns its partners'
+ * addresses as it goes (allgather.c) brings the rest. Peers prove the secret
+ * in their hello, and every slot must hold an address. */
 static hetcclResult_t learn_addresses(hetccl_bootstrap *b) {
   size_t n = (size_t)b->nranks;
   uint8_t *slots = calloc(n, HCB_ADDR_BYTES);
   if (!slots) return hetccl_error(hetcclSystemError, "bootstrap: out of memory for %d addresses", b->nranks);
   hetccl_hcb_put_addr(slots + (size_t)b->rank * HCB_ADDR_BYTES, &b->my_addr);
-  hetcclResult_t rc = hetccl_hcb_ring_allgather(b, slots, HCB_ADDR_BYTES, b->coll_seq++, hetccl_deadline_ms(b->timeout_ms));
+  hetcclResult_t rc = hetccl_hcb_allgather(b, slots, HCB_ADDR_BYTES, b->coll_seq++, hetccl_deadline_ms(b->timeout_ms), 1);
   for (size_t k = 0; rc == hetcclSuccess && k < n; k++) {
     if (!hetccl_hcb_get_addr(slots + k * HCB_ADDR_BYTES, &b->addrs[k]))
       rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the ranks' address ring brought no address for rank %zu",
@@ -150,10 +150,8 @@ hetcclResult_t hetccl_bootstrap_recv(hetccl_bootstrap *b, int peer, uint32_t tag
   return op_end(b, rc);
 }
 
-/* Ring allgather: in step k a rank forwards the slot it received in step k-1
- * to its right neighbour while receiving the next from its left one. The send
- * and the receive progress together, so slots larger than socket buffers
- * cannot deadlock the ring. */
+/* Bruck's allgather (allgather.c): each round's send and receive progress
+ * together, so slots larger than socket buffers cannot deadlock it. */
 hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t bytes) {
   HETCCL_TRY(op_begin(b));
   hetcclResult_t rc = hetcclSuccess;
@@ -164,22 +162,8 @@ hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t
     rc = hetccl_error(hetcclInvalidArgument, "bootstrap allgather: %zu bytes per rank overflows", bytes);
   }
   uint32_t seq = b->coll_seq++;
-  if (rc == hetcclSuccess) rc = hetccl_hcb_ring_allgather(b, buf, bytes, seq, hetccl_deadline_ms(b->timeout_ms));
+  if (rc == hetcclSuccess) rc = hetccl_hcb_allgather(b, buf, bytes, seq, hetccl_deadline_ms(b->timeout_ms), 0);
   return op_end(b, rc);
-}
-
-hetcclResult_t hetccl_hcb_ring_allgather(hetccl_bootstrap *b, uint8_t *base, size_t bytes, uint32_t seq, uint64_t deadline) {
-  hetcclResult_t rc = hetcclSuccess;
-  int n = b->nranks, me = b->rank;
-  for (int step = 0; rc == hetcclSuccess && step < n - 1; step++) {
-    int send_slot = (me - step + n) % n, recv_slot = (me - step - 1 + n) % n;
-    struct hetccl_hcb_send_op s;
-    struct hetccl_hcb_recv_op r;
-    hetccl_hcb_send_op_init(&s, (me + 1) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)send_slot * bytes, bytes);
-    hetccl_hcb_recv_op_init(&r, (me - 1 + n) % n, HCB_DATA_ALLGATHER, seq, base + (size_t)recv_slot * bytes, bytes);
-    rc = hetccl_hcb_progress(b, &s, &r, deadline);
-  }
-  return rc;
 }
 
 /* Dissemination barrier: in round k each rank signals rank + 2^k and waits

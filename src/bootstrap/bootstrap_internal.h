@@ -30,6 +30,7 @@
  * faster than the job (test_bootstrap_scale). */
 struct hetccl_hcb_counts {
   uint64_t sends;        /* messages sent to peers (self excluded) */
+  uint64_t send_bytes;   /* their payload bytes */
   uint64_t polls;        /* poll calls */
   uint64_t poll_entries; /* entries over all of them */
   uint64_t max_poll_entries;
@@ -112,8 +113,10 @@ void hetccl_hcb_peers_free(hetccl_bootstrap *b);
 struct hetccl_hcb_id;
 hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *ids, int nids);
 
-/* Ring allgather of `bytes` per rank over the peers whose addresses are
- * known so far (each step sends to rank + 1 only), tagged `seq`. */
-hetcclResult_t hetccl_hcb_ring_allgather(hetccl_bootstrap *b, uint8_t *buf, size_t bytes, uint32_t seq, uint64_t deadline);
+/* Allgather of `bytes` per rank in ceil(log2 n) rounds (allgather.c), tagged
+ * `seq`. With learn_addresses the slots are addresses and b->addrs is
+ * filled as the rounds go, from the ring neighbour's alone. */
+hetcclResult_t hetccl_hcb_allgather(hetccl_bootstrap *b, uint8_t *buf, size_t bytes, uint32_t seq, uint64_t deadline,
+                                    int learn_addresses);
 
 #endif

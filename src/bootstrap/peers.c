@@ -335,7 +335,10 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     if (rc != hetcclSuccess) return rc;
   }
   if (s && s->done == 0) HETCCL_TRY(open_out(b, s->peer, deadline));
-  if (s && s->peer != b->rank) b->counts.sends++;
+  if (s && s->peer != b->rank) {
+    b->counts.sends++;
+    b->counts.send_bytes += s->len;
+  }
   const struct hetccl_hello_rules rules = hello_rules(b);
   for (;;) {
     if (atomic_load(&b->aborted))

@@ -7,10 +7,12 @@
  *  - every rank ends with every rank's true listener address, whatever the
  *    number of roots (each rank's own, gathered beside the library, is the
  *    reference);
- *  - a rank's work: the address ring and an allgather send N - 1 messages
- *    each; no poll set holds more than a few entries (the connections open,
- *    not one per rank of the job), and the entries polled over a whole
- *    allgather stay within a constant times N;
+ *  - a rank's work: learning the addresses takes at most 2 ceil(log2 N)
+ *    messages of 24 bytes per slot sent at most twice (2 (N - 1) slots),
+ *    an allgather ceil(log2 N) messages carrying N - 1 slots exactly; no
+ *    poll set holds more than a constant plus 2 log2 N entries (the
+ *    connections open, not one per rank of the job), and the entries
+ *    polled over a whole allgather stay within a constant times N;
  *  - a broadcast among a rotated member list (the vendor id's spread)
  *    reaches all with no rank sending more than ceil(log2 N) messages and
  *    N - 1 in all;
@@ -35,9 +37,9 @@
 #define SLOT_BYTES 40
 #define TIMEOUT_MS 60000
 /* Bounds of a rank's work. The poll set holds the abort fd, the listener,
- * the send's connection, the hellos under way (the ring's one) and the
- * incoming connections open (the ring's, a barrier's few): a constant. */
-#define MAX_POLL_ENTRIES 12
+ * the send's connection, the hellos under way and the incoming connections
+ * open: from rank - 2^k and rank + 2^k for each round. */
+#define MAX_POLL_ENTRIES(n) (8 + 2 * ceil_log2(n))
 #define POLL_ENTRIES_PER_STEP 24
 /* One answer: a 32-byte head, one 24-byte address, a 32-byte MAC. */
 #define MAX_ANSWER_BYTES 96
@@ -103,8 +105,11 @@ static void *rank_main(void *arg) {
   }
   CHECK(wrong == 0, "n=%d ids=%d rank %d: %d of %d addresses differ from the ranks' own", n, j->nids, me, wrong, n);
   struct hetccl_hcb_counts init = b->counts;
-  CHECK(init.sends == (uint64_t)(n - 1), "n=%d rank %d: the address ring sent %llu messages, not %d", n, me,
-        (unsigned long long)init.sends, n - 1);
+  CHECK(init.sends <= (uint64_t)(2 * ceil_log2(n)), "n=%d rank %d: learning addresses took %llu messages (bound %d)",
+        n, me, (unsigned long long)init.sends, 2 * ceil_log2(n));
+  CHECK(init.send_bytes <= (uint64_t)(2 * (n - 1) * HCB_ADDR_BYTES),
+        "n=%d rank %d: learning addresses sent %llu bytes (bound %d)", n, me, (unsigned long long)init.send_bytes,
+        2 * (n - 1) * HCB_ADDR_BYTES);
 
   uint8_t *buf = calloc((size_t)n, SLOT_BYTES);
   fill(buf + (size_t)me * SLOT_BYTES, SLOT_BYTES, (uint64_t)n, (uint64_t)me);
@@ -114,8 +119,11 @@ static void *rank_main(void *arg) {
   for (int k = 0; k < n; k++) wrong += !matches(buf + (size_t)k * SLOT_BYTES, SLOT_BYTES, (uint64_t)n, (uint64_t)k);
   CHECK(wrong == 0, "n=%d rank %d: %d allgather slots wrong", n, me, wrong);
   struct hetccl_hcb_counts ag = b->counts;
-  CHECK(ag.sends - init.sends == (uint64_t)(n - 1), "n=%d rank %d: the allgather sent %llu messages, not %d", n, me,
-        (unsigned long long)(ag.sends - init.sends), n - 1);
+  CHECK(ag.sends - init.sends == (uint64_t)ceil_log2(n), "n=%d rank %d: the allgather sent %llu messages, not %d", n,
+        me, (unsigned long long)(ag.sends - init.sends), ceil_log2(n));
+  CHECK(ag.send_bytes - init.send_bytes == (uint64_t)(n - 1) * SLOT_BYTES,
+        "n=%d rank %d: the allgather sent %llu bytes, not %d", n, me,
+        (unsigned long long)(ag.send_bytes - init.send_bytes), (n - 1) * SLOT_BYTES);
   uint64_t entries = ag.poll_entries - init.poll_entries;
   CHECK(entries <= (uint64_t)POLL_ENTRIES_PER_STEP * (uint64_t)n,
         "n=%d rank %d: the allgather polled %llu entries (bound %d per rank of the job)", n, me,
@@ -139,8 +147,9 @@ static void *rank_main(void *arg) {
   __atomic_fetch_add(&j->bcast_sends, bsends, __ATOMIC_RELAXED);
 
   CHECK(hetccl_bootstrap_barrier(b) == hetcclSuccess, "n=%d rank %d: barrier", n, me);
-  CHECK(b->counts.max_poll_entries <= MAX_POLL_ENTRIES, "n=%d rank %d: a poll set held %llu entries (bound %d)", n,
-        me, (unsigned long long)b->counts.max_poll_entries, MAX_POLL_ENTRIES);
+  CHECK(b->counts.max_poll_entries <= (uint64_t)MAX_POLL_ENTRIES(n),
+        "n=%d rank %d: a poll set held %llu entries (bound %d)", n, me, (unsigned long long)b->counts.max_poll_entries,
+        MAX_POLL_ENTRIES(n));
   free(buf);
   hetccl_bootstrap_destroy(b);
   return NULL;

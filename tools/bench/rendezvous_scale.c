@@ -29,6 +29,7 @@
 
 struct shared {
   volatile int go;
+  int inited; /* ranks past init: a rank destroys only once all are, so none loses a peer mid-init */
   double init_s[MAX_N], gather_s[MAX_N];
   int ok[MAX_N];
 };
@@ -47,6 +48,8 @@ static void rank_main(struct shared *sh, const hetcclUniqueId *id, int comm_mode
     int ok = hetcclCommInitRank(&c, n, *id, rank) == hetcclSuccess;
     sh->init_s[rank] = now_s() - t0;
     sh->ok[rank] = ok;
+    __atomic_fetch_add(&sh->inited, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&sh->inited, __ATOMIC_ACQUIRE) < n) usleep(1000);
     if (c) hetcclCommDestroy(c);
     return;
   }
