@@ -5,13 +5,13 @@
  * all over log2 n messages, and talks to 2 log2 n peers at most.
  *
  * At init the same rounds teach the ranks each other's addresses, starting
- * from the one address the root gave each rank, its neighbour's (rank + 1):
- * a rank needs rank + d's address for the round of distance d, and rank + d
- * has just learnt it knows rank + 2d... so after receiving from rank - d
- * (whose address is the first slot it sent), a rank tells rank - d the
- * address of rank + d, that rank's partner of the next round, and hears
- * from rank + d the address of rank + 2d. Two hops per round: the
- * addresses of all n ranks in 2 ceil(log2 n) hops, not n - 1.
+ * from the one address the root gave each rank, its neighbour's (rank + 1).
+ * A rank needs rank + d's address for the round of distance d: after
+ * receiving from rank - d (whose address is the first slot it sent), a rank
+ * tells rank - d the address of rank + d, that rank's partner in the next
+ * round, and hears from rank + d the address of rank + 2d, its own next
+ * partner. Two hops per round: every rank's address in 2 ceil(log2 n)
+ * hops, not n - 1.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -28,7 +28,7 @@ static hetcclResult_t learn_addresses(hetccl_bootstrap *b) {
   hetcclResult_t rc = hetccl_hcb_allgather(b, slots, HCB_ADDR_BYTES, b->coll_seq++, hetccl_deadline_ms(b->timeout_ms), 1);
   for (size_t k = 0; rc == hetcclSuccess && k < n; k++) {
     if (!hetccl_hcb_get_addr(slots + k * HCB_ADDR_BYTES, &b->addrs[k]))
-      rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the ranks' address ring brought no address for rank %zu",
+      rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the address exchange brought no address for rank %zu",
                         b->rank, k);
   }
   free(slots);
