@@ -200,9 +200,12 @@ hetcclResult_t hetcclGetUniqueIdFromEnv(hetcclUniqueId *uniqueId, int *rank, int
 #define HETCCL_SHRINK_ABORT 0x01
 
 /*
- * CommInitRank with several ids (NCCL spreads its rendezvous over them).
- * HetCCL rendezvous through commIds[0]; every rank must pass the same ids
- * (1 <= nId <= nranks).
+ * CommInitRank with several ids whose roots split the rendezvous: rank r
+ * joins the root of commIds[r * nId / nranks], so each root serves a
+ * contiguous slice of the ranks. Every rank must pass the same ids in the
+ * same order (1 <= nId <= nranks); the id of slice k is typically made by
+ * its first rank, ceil(k * nranks / nId). The communicator is the same as
+ * with one id.
  */
 hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int nranks, int myrank, int nId,
                                           hetcclUniqueId *commIds, hetcclConfig_t *config);

@@ -25,8 +25,9 @@ HETCCL_API hetcclResult_t hetcclCommInitRankScalable(hetcclComm_t *newcomm, int 
     return hetccl_error(hetcclInvalidArgument, "%s: nId %d must be in [1, nranks=%d]", fn, nId, nranks);
   if (!commIds) return hetccl_error(hetcclInvalidArgument, "%s: commIds is NULL", fn);
   HETCCL_TRY(hetccl_read_config(fn, config, 0, &nonblocking));
-  /* One rendezvous is enough for HetCCL: the first id's root serves all. */
-  return hetccl_comm_start(newcomm, nranks, &commIds[0], myrank, nonblocking);
+  /* Rank r joins the root of commIds[r * nId / nranks]: each root serves a
+   * contiguous slice (src/bootstrap/README.md, "Several roots"). */
+  return hetccl_comm_start_roots(newcomm, nranks, commIds, nId, myrank, nonblocking);
 }
 
 static hetcclResult_t comm_shrink(hetcclComm_t comm, int *excludeRanksList, int excludeRanksCount,

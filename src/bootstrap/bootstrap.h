@@ -48,6 +48,12 @@ hetcclResult_t hetccl_bootstrap_id_from_env(hetcclUniqueId *id, int *rank, int *
  * whose peers do not all arrive gets hetcclTimeout naming how many did. */
 hetcclResult_t hetccl_bootstrap_init(const hetcclUniqueId *id, int rank, int nranks, int64_t timeout_ms,
                                      hetccl_bootstrap **out);
+/* The same over `nids` roots (1..nranks), every rank passing the same ids in
+ * the same order: rank r joins the root of ids[r * nids / nranks], so each
+ * root serves a contiguous slice of the ranks; the object is the same as
+ * with one root. */
+hetcclResult_t hetccl_bootstrap_init_roots(const hetcclUniqueId *ids, int nids, int rank, int nranks, int64_t timeout_ms,
+                                           hetccl_bootstrap **out);
 
 /* buf holds nranks slots of `bytes`; this rank's slot is filled on entry, all on return. */
 hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t bytes);
@@ -64,6 +70,11 @@ hetcclResult_t hetccl_bootstrap_allgather(hetccl_bootstrap *b, void *buf, size_t
 hetcclResult_t hetccl_bootstrap_send(hetccl_bootstrap *b, int peer, uint32_t tag, const void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_recv(hetccl_bootstrap *b, int peer, uint32_t tag, void *buf, size_t bytes);
 hetcclResult_t hetccl_bootstrap_barrier(hetccl_bootstrap *b);
+/* Broadcast of `bytes` from members[0] to members[0..n) (ranks of b; this
+ * rank is members[index]) over a binomial tree of user messages tagged
+ * `tag`: ceil(log2 n) rounds, and no member sends more than that many. */
+hetcclResult_t hetccl_bootstrap_bcast_among(hetccl_bootstrap *b, const int *members, int n, int index, uint32_t tag,
+                                            void *buf, size_t bytes);
 
 /* A 16-byte key derived from the id's secret (for transports' hellos; not the
  * bootstrap's own key) and a 64-bit tag unique to the id. */

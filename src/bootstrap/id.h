@@ -10,6 +10,7 @@
 #ifndef HETCCL_BOOTSTRAP_ID_H
 #define HETCCL_BOOTSTRAP_ID_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bootstrap/wire.h"
@@ -41,5 +42,10 @@ hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *
  * until it has sent every rank its result and exited; else returns at once.
  * Called once the rendezvous is over. */
 void hetccl_hcb_root_wait_finished(uint64_t tag);
+
+/* What every root of this process has sent in results (bytes, messages),
+ * for tests that check a rank's answer does not grow with the job. */
+extern atomic_uint_least64_t hetccl_hcb_root_result_bytes;
+extern atomic_uint_least64_t hetccl_hcb_root_results;
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * The rank's side of the rendezvous: open this rank's listener, prove the
- * secret to the root, check the root proves it back, and receive the table of
- * every rank's listener (README.md, "Joining the root").
+ * secret to the root, check the root proves it back, and receive the address
+ * of this rank's ring neighbour (README.md, "Joining the root"). With several
+ * roots, the first rank of a slice also tells the previous slice's root its
+ * address (the "lookahead" join, wire.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,97 +47,92 @@ static const char *reject_reason(uint32_t detail) {
     case HCB_REJECT_DUPLICATE_RANK: return "another process already joined as this rank";
     case HCB_REJECT_NRANKS_MISMATCH: return "other ranks joined with a different communicator size";
     case HCB_REJECT_RANK_RANGE: return "rank out of range";
+    case HCB_REJECT_ROOTS_MISMATCH: return "other ranks joined with another number of roots, or this root serves other ranks";
     default: return "unknown reason";
   }
 }
 
-static hetcclResult_t missing_ranks_error(hetccl_bootstrap *b, const char *where, uint32_t arrived,
-                                          const uint8_t *entries) {
+/* What one join is: which root of how many, and whether as the lookahead. */
+struct join_target {
+  const struct hetccl_hcb_id *id;
+  uint32_t root_index, nroots;
+  int lookahead;
+};
+
+static hetcclResult_t missing_ranks_error(hetccl_bootstrap *b, const struct join_target *t, const char *where,
+                                          uint32_t arrived, uint32_t listed, const uint8_t *entries) {
+  uint32_t n = (uint32_t)b->nranks;
+  uint32_t expected = hetccl_hcb_slice_lo(t->root_index + 1, n, t->nroots) - hetccl_hcb_slice_lo(t->root_index, n, t->nroots);
+  if (t->nroots > 1) expected++; /* the next slice's first rank */
   char list[256] = "";
   size_t used = 0;
-  int shown = 0, missing = 0;
-  for (int k = 0; k < b->nranks; k++) {
-    union hetccl_sockaddr a;
-    if (hetccl_hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &a)) continue;
-    missing++;
-    if (shown < 16 && used < sizeof list) {
-      used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", shown ? ", " : "", k);
-      shown++;
-    }
-  }
+  for (uint32_t k = 0; k < listed && used < sizeof list; k++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%u", k ? ", " : "", hetccl_hcb_get32(entries + 4 * k));
+  int more = arrived < expected && expected - arrived > listed;
+  char scope[96] = "";
+  if (t->nroots > 1) snprintf(scope, sizeof scope, " (root %u of %u)", t->root_index, t->nroots);
   return hetccl_error(hetcclTimeout,
-                      "bootstrap rank %d: only %u of %d ranks joined the rendezvous at %s within the timeout "
+                      "bootstrap rank %d: only %u of %u ranks joined the rendezvous at %s%s within the timeout "
                       "(%" PRId64 " ms); missing ranks: %s%s",
-                      b->rank, arrived, b->nranks, where, b->timeout_ms, list, missing > shown ? ", ..." : "");
+                      b->rank, arrived, expected, where, scope, b->timeout_ms, list, more ? ", ..." : "");
 }
 
 /* Reads the root's result and acts on it. `nonce` is the one this rank sent.
  * *retry is set when the root closed the connection or said it is busy
  * without judging the join: the handshake may be tried again. */
-static hetcclResult_t read_result(hetccl_bootstrap *b, int fd, const char *where, const uint8_t nonce[HCB_NONCE_BYTES],
-                                  const uint8_t my_addr[HCB_ADDR_BYTES], uint64_t deadline, int *retry) {
+static hetcclResult_t read_result(hetccl_bootstrap *b, const struct join_target *t, int fd, const char *where,
+                                  const uint8_t nonce[HCB_NONCE_BYTES], const uint8_t my_addr[HCB_ADDR_BYTES],
+                                  uint64_t deadline, int *retry) {
   hetcclResult_t rc = hetcclSuccess;
+  uint64_t tag = t->id->tag;
   uint8_t head[HCB_RESULT_HEAD_BYTES + HETCCL_SHA256_BYTES], mac[HCB_MAC_BYTES];
-  uint8_t *entries = NULL;
+  uint8_t entries[HCB_ADDR_BYTES > HCB_MAX_LISTED_MISSING * 4 ? HCB_ADDR_BYTES : HCB_MAX_LISTED_MISSING * 4];
   rc = hetccl_sock_recv_all(fd, head, HCB_PREAMBLE_BYTES, deadline);
   if (rc == hetcclTimeout) {
     return hetccl_error(rc, "bootstrap rank %d: no answer from the root at %s within %" PRId64 " ms (did every rank start?)",
                         b->rank, where, b->timeout_ms);
   }
-  if (rc != hetcclSuccess || hetccl_hcb_preamble_ok(head, HCB_MSG_BUSY, b->tag)) {
+  if (rc != hetcclSuccess || hetccl_hcb_preamble_ok(head, HCB_MSG_BUSY, tag)) {
     *retry = 1;
     return hetccl_error(hetcclRemoteError, "the root dropped this rank's handshake before judging it");
   }
-  if (hetccl_hcb_preamble_ok(head, HCB_MSG_DENIED, b->tag))
+  if (hetccl_hcb_preamble_ok(head, HCB_MSG_DENIED, tag))
     return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root at %s says this rank's proof of the secret was refused "
                         "(wrong unique id or secret?)", b->rank, where);
   rc = hetccl_sock_recv_all(fd, head + HCB_PREAMBLE_BYTES, HCB_RESULT_HEAD_BYTES - HCB_PREAMBLE_BYTES, deadline);
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "bootstrap rank %d: the root at %s broke off its answer", b->rank, where);
   struct hetccl_hcb_result_head rh;
-  const char *bad = hetccl_hcb_result_head_parse(head, b->tag, (uint32_t)b->nranks, &rh);
+  const char *bad = hetccl_hcb_result_head_parse(head, tag, (uint32_t)b->nranks, &rh);
+  if (!bad && rh.entries_bytes > sizeof entries) bad = "oversized answer";
   if (bad)
     return hetccl_error(hetcclRemoteError, "bootstrap rank %d: %s from the root at %s (status %u, %u ranks, expected %d)",
                         b->rank, bad, where, rh.status, rh.nranks, b->nranks);
-  uint32_t status = rh.status, detail = rh.detail, root_nranks = rh.nranks, arrived = rh.arrived;
-  size_t entries_bytes = rh.entries_bytes;
-  if (entries_bytes && !(entries = malloc(entries_bytes)))
-    return hetccl_error(hetcclSystemError, "bootstrap: out of memory for the peer table");
-  if (entries_bytes) HETCCL_CHECK(hetccl_sock_recv_all(fd, entries, entries_bytes, deadline));
-  HETCCL_CHECK(hetccl_sock_recv_all(fd, mac, sizeof mac, deadline));
-  hetccl_sha256(entries, entries_bytes, head + HCB_RESULT_HEAD_BYTES);
-  if (!hetccl_hcb_mac_ok(b->secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) {
-    rc = hetccl_error(hetcclRemoteError,
-                      "bootstrap rank %d: the root at %s did not prove the secret (an impostor, or another id's root)",
-                      b->rank, where);
-    goto fail;
-  }
+  if (rh.entries_bytes) HETCCL_TRY(hetccl_sock_recv_all(fd, entries, rh.entries_bytes, deadline));
+  HETCCL_TRY(hetccl_sock_recv_all(fd, mac, sizeof mac, deadline));
+  hetccl_sha256(entries, rh.entries_bytes, head + HCB_RESULT_HEAD_BYTES);
+  if (!hetccl_hcb_mac_ok(t->id->secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac))
+    return hetccl_error(hetcclRemoteError,
+                        "bootstrap rank %d: the root at %s did not prove the secret (an impostor, or another id's root)",
+                        b->rank, where);
   /* The rendezvous is over: if this process hosts the root, let it finish
-   * telling the other ranks before this one goes on (or exits). */
-  if (status != HCB_RESULT_REJECTED) hetccl_hcb_root_wait_finished(b->tag);
-  if (status == HCB_RESULT_REJECTED) {
-    rc = hetccl_error(hetcclInvalidUsage, "bootstrap rank %d of %d: the root at %s refused this rank: %s (its communicator has %u ranks)",
-                      b->rank, b->nranks, where, reject_reason(detail), root_nranks);
-    goto fail;
-  }
-  if (status == HCB_RESULT_TIMEOUT) {
-    rc = missing_ranks_error(b, where, arrived, entries);
-    goto fail;
-  }
-  for (int k = 0; k < b->nranks; k++) {
-    if (!hetccl_hcb_get_addr(entries + (size_t)k * HCB_ADDR_BYTES, &b->addrs[k])) {
-      rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table lacks rank %d", b->rank, k);
-      goto fail;
-    }
-  }
-  if (memcmp(entries + (size_t)b->rank * HCB_ADDR_BYTES, my_addr, HCB_ADDR_BYTES) != 0) {
-    rc = hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's table holds another address for this rank",
-                      b->rank);
-    goto fail;
-  }
-fail:
-  free(entries);
-  return rc;
+   * telling the other ranks before this one goes on (or exits). A lookahead
+   * join is answered at once, before the root is done. */
+  if (rh.status != HCB_RESULT_REJECTED && !t->lookahead) hetccl_hcb_root_wait_finished(tag);
+  if (rh.status == HCB_RESULT_REJECTED)
+    return hetccl_error(hetcclInvalidUsage, "bootstrap rank %d of %d: the root at %s refused this rank: %s (its communicator has %u ranks)",
+                        b->rank, b->nranks, where, reject_reason(rh.detail), rh.nranks);
+  if (rh.status == HCB_RESULT_TIMEOUT) return missing_ranks_error(b, t, where, rh.arrived, rh.detail, entries);
+  /* OK: one address, the ring neighbour's (our own back for a lookahead join, or with one rank). */
+  int next = (b->rank + 1) % b->nranks;
+  union hetccl_sockaddr a;
+  if (!hetccl_hcb_get_addr(entries, &a))
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's answer carries no address", b->rank);
+  if ((t->lookahead || next == b->rank) && memcmp(entries, my_addr, HCB_ADDR_BYTES) != 0)
+    return hetccl_error(hetcclRemoteError, "bootstrap rank %d: the root's answer holds another address for this rank",
+                        b->rank);
+  if (!t->lookahead) b->addrs[next] = a;
+  return hetcclSuccess;
 }
 
 /* Retries of a handshake the root dropped or refused for room: from
@@ -148,8 +145,9 @@ fail:
  * closed the connection or said it is busy before judging the join: a
  * flood, an overloaded root, a dropped connection. A wrong secret, a
  * rejection and a passed deadline are final. */
-static hetcclResult_t join_once(hetccl_bootstrap *b, const struct hetccl_hcb_id *id, const char *where, uint64_t deadline,
+static hetcclResult_t join_once(hetccl_bootstrap *b, const struct join_target *t, const char *where, uint64_t deadline,
                                 union hetccl_sockaddr *me, int *retry) {
+  const struct hetccl_hcb_id *id = t->id;
   hetcclResult_t rc = hetcclSuccess;
   int fd = -1;
   rc = hetccl_sock_connect(&id->root, deadline, &fd);
@@ -186,10 +184,12 @@ static hetcclResult_t join_once(hetccl_bootstrap *b, const struct hetccl_hcb_id 
   hetccl_hcb_put32(join + 16, (uint32_t)b->rank);
   hetccl_hcb_put32(join + 20, (uint32_t)b->nranks);
   hetccl_hcb_put64(join + 24, (uint64_t)(b->timeout_ms > 0 ? b->timeout_ms : 0));
-  hetccl_hcb_put_addr(join + 32, me);
-  uint8_t *nonce = join + 32 + HCB_ADDR_BYTES;
+  hetccl_hcb_put32(join + 32, t->nroots);
+  hetccl_hcb_put32(join + 36, t->root_index);
+  hetccl_hcb_put_addr(join + HCB_JOIN_ADDR_AT, me);
+  uint8_t *nonce = join + HCB_JOIN_NONCE_AT;
   HETCCL_CHECK(hetccl_random_bytes(nonce, HCB_NONCE_BYTES));
-  if (!hetccl_hcb_mac(b->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
+  if (!hetccl_hcb_mac(id->secret, HCB_LABEL_JOIN, challenge + HCB_PREAMBLE_BYTES, HCB_NONCE_BYTES, join, HCB_JOIN_SIGNED_BYTES,
                join + HCB_JOIN_SIGNED_BYTES)) {
     rc = hetccl_error(hetcclSystemError, "bootstrap: out of memory");
     goto fail;
@@ -203,7 +203,7 @@ static hetcclResult_t join_once(hetccl_bootstrap *b, const struct hetccl_hcb_id 
   /* The root's clock for this rank starts now (it may have come up late). */
   uint64_t result_deadline =
       b->timeout_ms > 0 ? hetccl_now_ns() + (uint64_t)(b->timeout_ms + RESULT_GRACE_MS) * 1000000ull : UINT64_MAX;
-  HETCCL_CHECK(read_result(b, fd, where, nonce, join + 32, result_deadline, retry));
+  HETCCL_CHECK(read_result(b, t, fd, where, nonce, join + HCB_JOIN_ADDR_AT, result_deadline, retry));
   char s[64];
   HETCCL_INFO("bootstrap rank %d of %d: joined via %s, listening on %s", b->rank, b->nranks, where,
               hetccl_sock_str(me, s, sizeof s));
@@ -212,17 +212,16 @@ fail:
   return rc;
 }
 
-hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *id) {
+/* One join, retried while the root turns it away for room. */
+static hetcclResult_t join_with_retries(hetccl_bootstrap *b, const struct join_target *t, uint64_t deadline,
+                                        union hetccl_sockaddr *me) {
   char where[64];
-  hetccl_sock_str(&id->root, where, sizeof where);
-  uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
-  union hetccl_sockaddr me;
-  memset(&me, 0, sizeof me);
+  hetccl_sock_str(&t->id->root, where, sizeof where);
   unsigned backoff_ms = BACKOFF_FIRST_MS;
   for (int attempt = 1;; attempt++) {
     int retry = 0;
     hetccl_error_quiet(1); /* a retried failure is no news; a final one is logged below */
-    hetcclResult_t rc = join_once(b, id, where, deadline, &me, &retry);
+    hetcclResult_t rc = join_once(b, t, where, deadline, me, &retry);
     hetccl_error_quiet(0);
     char why[512];
     snprintf(why, sizeof why, "%s", hetccl_last_error());
@@ -242,4 +241,24 @@ hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb
     nanosleep(&nap, NULL);
     if (backoff_ms < BACKOFF_MAX_MS) backoff_ms = backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
   }
+}
+
+hetcclResult_t hetccl_hcb_join_root(hetccl_bootstrap *b, const struct hetccl_hcb_id *ids, int nids) {
+  uint64_t deadline = hetccl_deadline_ms(b->timeout_ms);
+  union hetccl_sockaddr me;
+  memset(&me, 0, sizeof me);
+  uint32_t n = (uint32_t)b->nranks, m = (uint32_t)nids, rank = (uint32_t)b->rank;
+  uint32_t k = hetccl_hcb_slice_of(rank, n, m);
+  /* The first rank of a slice tells the previous slice's root its address
+   * first: that root answers such a join at once, so no root waits on
+   * another's rendezvous. */
+  if (m > 1 && rank == hetccl_hcb_slice_lo(k, n, m)) {
+    uint32_t prev = (k + m - 1) % m;
+    struct join_target ahead = {.id = &ids[prev], .root_index = prev, .nroots = m, .lookahead = 1};
+    HETCCL_TRY(join_with_retries(b, &ahead, deadline, &me));
+  }
+  struct join_target own = {.id = &ids[k], .root_index = k, .nroots = m, .lookahead = 0};
+  HETCCL_TRY(join_with_retries(b, &own, deadline, &me));
+  b->my_addr = me;
+  return hetcclSuccess;
 }

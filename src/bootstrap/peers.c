@@ -95,7 +95,13 @@ static void msg_free(struct hetccl_hcb_msg *m) {
 static void close_in(hetccl_bootstrap *b, int peer, const char *why) {
   struct hetccl_hcb_peer *p = &b->peers[peer];
   if (why) HETCCL_WARN("bootstrap rank %d: connection from rank %d closed: %s", b->rank, peer, why);
-  if (p->in_fd >= 0) close(p->in_fd);
+  if (p->in_fd >= 0) {
+    close(p->in_fd);
+    /* Out of the polled list: the last entry takes its place. */
+    int last = b->in_peers[--b->n_in];
+    b->in_peers[p->in_slot] = last;
+    b->peers[last].in_slot = p->in_slot;
+  }
   p->in_fd = -1;
   p->in_state = HCB_IN_CLOSED;
   /* A message cut short can never complete: forget it. */
@@ -198,6 +204,8 @@ static void read_hello(hetccl_bootstrap *b, const struct hetccl_hello_rules *rul
   }
   p->in_fd = hetccl_acceptor_take(&b->hellos, i);
   p->in_state = HCB_IN_OPEN;
+  p->in_slot = b->n_in;
+  b->in_peers[b->n_in++] = (int)from;
   HETCCL_DEBUG_TRACE("bootstrap rank %d: rank %u connected", b->rank, from);
 }
 
@@ -299,10 +307,14 @@ static void self_send(hetccl_bootstrap *b, struct hetccl_hcb_send_op *s, hetcclR
 
 static hetcclResult_t grow_pfds(hetccl_bootstrap *b, size_t need) {
   if (need <= b->cap_pfds) return hetcclSuccess;
-  struct pollfd *p = realloc(b->pfds, sizeof *p * need);
-  if (!p) return hetccl_error(hetcclSystemError, "bootstrap: out of memory");
-  b->pfds = p;
-  b->cap_pfds = need;
+  size_t cap = b->cap_pfds ? b->cap_pfds : 16;
+  while (cap < need) cap *= 2;
+  struct pollfd *p = realloc(b->pfds, sizeof *p * cap);
+  if (p) b->pfds = p;
+  int *q = p ? realloc(b->pfd_peer, sizeof *q * cap) : NULL;
+  if (!q) return hetccl_error(hetcclSystemError, "bootstrap: out of memory");
+  b->pfd_peer = q;
+  b->cap_pfds = cap;
   return hetcclSuccess;
 }
 
@@ -323,6 +335,10 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     if (rc != hetcclSuccess) return rc;
   }
   if (s && s->done == 0) HETCCL_TRY(open_out(b, s->peer, deadline));
+  if (s && s->peer != b->rank) {
+    b->counts.sends++;
+    b->counts.send_bytes += s->len;
+  }
   const struct hetccl_hello_rules rules = hello_rules(b);
   for (;;) {
     if (atomic_load(&b->aborted))
@@ -344,7 +360,10 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     uint64_t wake = deadline, first_hello = hetccl_acceptor_expire(&b->hellos, &rules, now);
     if (first_hello < wake) wake = first_hello;
 
-    HETCCL_TRY(grow_pfds(b, 3 + (size_t)b->hellos.n + (size_t)b->nranks));
+    /* The abort eventfd, the listener, the send's connection, the hellos
+     * under way and the open incoming connections, nothing per rank of the
+     * job: a wait costs what is connected, not how many ranks there are. */
+    HETCCL_TRY(grow_pfds(b, 3 + (size_t)b->hellos.n + (size_t)b->n_in));
     struct pollfd *pf = b->pfds;
     nfds_t n = 0;
     pf[n++] = (struct pollfd){.fd = b->abort_fd, .events = POLLIN};
@@ -352,7 +371,14 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     pf[n++] = (struct pollfd){.fd = s_done ? -1 : b->peers[s->peer].out_fd, .events = POLLOUT};
     int npending = b->hellos.n;
     for (int i = 0; i < npending; i++) pf[n++] = (struct pollfd){.fd = b->hellos.conns[i].fd, .events = POLLIN};
-    for (int k = 0; k < b->nranks; k++) pf[n++] = (struct pollfd){.fd = b->peers[k].in_fd, .events = POLLIN};
+    nfds_t first_in = n;
+    for (int i = 0; i < b->n_in; i++) {
+      b->pfd_peer[n] = b->in_peers[i];
+      pf[n++] = (struct pollfd){.fd = b->peers[b->in_peers[i]].in_fd, .events = POLLIN};
+    }
+    b->counts.polls++;
+    b->counts.poll_entries += n;
+    if (n > b->counts.max_poll_entries) b->counts.max_poll_entries = n;
     int ms = -1;
     if (wake != UINT64_MAX) {
       uint64_t w = (wake - now + 999999) / 1000000;
@@ -365,9 +391,8 @@ hetcclResult_t hetccl_hcb_progress(hetccl_bootstrap *b, struct hetccl_hcb_send_o
     /* Incoming data first (peers do not move), then hellos from the highest
      * index down (dropping entry i only moves an entry already handled), then
      * new connections. */
-    struct pollfd *in = pf + 3 + npending;
-    for (int k = 0; k < b->nranks; k++)
-      if (in[k].fd >= 0 && in[k].revents) read_in(b, k);
+    for (nfds_t e = first_in; e < n; e++)
+      if (pf[e].revents) read_in(b, b->pfd_peer[e]); /* read_in ignores a peer closed meanwhile */
     now = hetccl_now_ns();
     for (int i = npending - 1; i >= 0; i--)
       if (pf[3 + i].revents) read_hello(b, &rules, i, now);
@@ -391,4 +416,7 @@ void hetccl_hcb_peers_free(hetccl_bootstrap *b) {
   }
   free(b->peers);
   b->peers = NULL;
+  free(b->in_peers);
+  b->in_peers = NULL;
+  b->n_in = 0;
 }

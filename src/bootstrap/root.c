@@ -1,6 +1,9 @@
 /*
  * The root of a rendezvous: a detached thread that admits the ranks of one
- * unique id, then sends each the table of all ranks' addresses and exits.
+ * unique id (of its slice, when there are several roots), then sends each
+ * the address of its ring neighbour, closing each connection once answered,
+ * and exits. The ranks learn the other addresses among themselves
+ * (bootstrap.c), so what the root sends does not grow with the job.
  *
  * One thread serves every connection through one poll loop, so a connection
  * that sends nothing or sends slowly delays nobody: it is dropped when its own
@@ -12,6 +15,8 @@
  * push out a handshake under way (README.md, "Floods").
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,7 +44,8 @@ _Static_assert(HCB_JOIN_BYTES <= HETCCL_HELLO_MAX_BYTES, "a join fits the accept
 _Static_assert(HCB_NONCE_BYTES <= HETCCL_HELLO_NOTE_BYTES, "the challenge nonce fits the acceptor's note");
 
 struct root_member {
-  int fd; /* -1: not joined */
+  int fd; /* -1: not joined, or joined as the lookahead (answered at once) */
+  int joined;
   uint8_t nonce[HCB_NONCE_BYTES];
   uint8_t addr[HCB_ADDR_BYTES];
 };
@@ -53,12 +59,21 @@ struct root {
   uint64_t deadline;
   struct hetccl_acceptor joins; /* connections in their handshake */
   uint8_t busy[HCB_PREAMBLE_BYTES];
-  struct root_member *members;
-  uint32_t nranks; /* 0 until the id or the first admitted rank fixes it */
-  uint32_t arrived;
+  uint32_t id_nranks; /* the id's, 0 when it fixes none */
+  /* Fixed by the first admitted join: the communicator's size, the roots'
+   * layout, this root's slice [lo, lo + nslice) and its slots: one per rank
+   * of the slice, plus the lookahead's (wire.h) when there are several roots. */
+  uint32_t nranks; /* 0 until then */
+  uint32_t nroots, index, lo, nslice, nslots;
+  struct root_member *members; /* [nslots] */
+  uint32_t arrived;            /* slots joined */
+  int epoll_fd;                /* the joined ranks' connections: one poll entry for all of them */
   struct pollfd *pfds;
   size_t cap_pfds;
 };
+
+atomic_uint_least64_t hetccl_hcb_root_result_bytes;
+atomic_uint_least64_t hetccl_hcb_root_results;
 
 /* Roots running in this process, so a rank sharing the process can wait for
  * its root to finish handing out results before it goes on (and perhaps
@@ -125,6 +140,8 @@ static void send_result(struct root *r, int fd, const uint8_t nonce[HCB_NONCE_BY
   hetccl_sha256(entries, entries_bytes, head + HCB_RESULT_HEAD_BYTES);
   if (!hetccl_hcb_mac(r->id.secret, HCB_LABEL_RESULT, nonce, HCB_NONCE_BYTES, head, sizeof head, mac)) return;
   uint64_t deadline = hetccl_now_ns() + ROOT_SEND_MS * 1000000ull;
+  atomic_fetch_add(&hetccl_hcb_root_result_bytes, HCB_RESULT_HEAD_BYTES + entries_bytes + sizeof mac);
+  atomic_fetch_add(&hetccl_hcb_root_results, 1);
   if (send_quiet(fd, head, HCB_RESULT_HEAD_BYTES, deadline) != 0 ||
       (entries_bytes && send_quiet(fd, entries, entries_bytes, deadline) != 0) ||
       send_quiet(fd, mac, sizeof mac, deadline) != 0)
@@ -144,12 +161,24 @@ static void reject(struct root *r, int i, const uint8_t *nonce, uint32_t reason,
   close(fd);
 }
 
-static int set_nranks(struct root *r, uint32_t nranks) {
-  r->members = malloc(sizeof *r->members * nranks);
+static int set_layout(struct root *r, const struct hetccl_hcb_join *j) {
+  uint32_t lo = hetccl_hcb_slice_lo(j->root_index, j->nranks, j->nroots);
+  uint32_t hi = hetccl_hcb_slice_lo(j->root_index + 1, j->nranks, j->nroots);
+  uint32_t nslots = hi - lo + (j->nroots > 1);
+  r->members = calloc(nslots, sizeof *r->members);
   if (!r->members) return -1;
-  for (uint32_t i = 0; i < nranks; i++) r->members[i].fd = -1;
-  r->nranks = nranks;
+  for (uint32_t i = 0; i < nslots; i++) r->members[i].fd = -1;
+  r->nranks = j->nranks;
+  r->nroots = j->nroots;
+  r->index = j->root_index;
+  r->lo = lo;
+  r->nslice = hi - lo;
+  r->nslots = nslots;
   return 0;
+}
+
+static uint32_t slot_rank(const struct root *r, uint32_t slot) {
+  return slot < r->nslice ? r->lo + slot : hetccl_hcb_lookahead_of(r->index, r->nranks, r->nroots);
 }
 
 /* The acceptor's greeting: a fresh challenge, remembered in the connection's note. */
@@ -220,22 +249,42 @@ static void handle_join(struct root *r, const struct hetccl_hello_rules *rules, 
     reject(r, i, nonce, j.reject, why, rank, nranks);
     return;
   }
-  if (r->nranks == 0 && set_nranks(r, nranks) != 0) {
-    hetccl_acceptor_drop(&r->joins, i, rules, "out of memory for the rank table");
-    return;
-  }
-  if (nranks != r->nranks) {
+  if ((r->id_nranks && nranks != r->id_nranks) || (r->nranks && nranks != r->nranks)) {
     reject(r, i, nonce, HCB_REJECT_NRANKS_MISMATCH, "its communicator size differs from other ranks'", rank, nranks);
     return;
   }
-  struct root_member *m = &r->members[rank];
-  if (m->fd >= 0) {
+  if (r->nranks && (j.nroots != r->nroots || j.root_index != r->index)) {
+    reject(r, i, nonce, HCB_REJECT_ROOTS_MISMATCH, "its number of roots or root index differs from other ranks'", rank,
+           nranks);
+    return;
+  }
+  if (r->nranks == 0 && set_layout(r, &j) != 0) {
+    hetccl_acceptor_drop(&r->joins, i, rules, "out of memory for the rank table");
+    return;
+  }
+  uint32_t slot = j.lookahead ? r->nslice : rank - r->lo;
+  struct root_member *m = &r->members[slot];
+  if (m->joined) {
     reject(r, i, nonce, HCB_REJECT_DUPLICATE_RANK, "that rank has already joined", rank, nranks);
     return;
   }
   memcpy(m->nonce, nonce, HCB_NONCE_BYTES);
   memcpy(m->addr, j.addr_bytes, HCB_ADDR_BYTES);
-  m->fd = hetccl_acceptor_take(&r->joins, i);
+  int fd = hetccl_acceptor_take(&r->joins, i);
+  if (j.lookahead) {
+    /* Only its address is needed: answered (its own address back) and closed at once. */
+    send_result(r, fd, m->nonce, HCB_RESULT_OK, 0, m->addr, HCB_ADDR_BYTES);
+    close(fd);
+  } else {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = slot};
+    if (epoll_ctl(r->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      HETCCL_WARN("bootstrap root %s: cannot watch rank %u's connection; it will join again", r->where, rank);
+      return;
+    }
+    m->fd = fd;
+  }
+  m->joined = 1;
   r->arrived++;
   /* Give up when the earliest rank to join would: the ranks then hear how
    * many arrived instead of timing out blind. */
@@ -249,13 +298,15 @@ static void handle_join(struct root *r, const struct hetccl_hello_rules *rules, 
 }
 
 /* A joined rank must stay silent until its result: data or a hangup means it went away. */
-static void check_member(struct root *r, uint32_t rank) {
-  struct root_member *m = &r->members[rank];
+static void check_member(struct root *r, uint32_t slot) {
+  struct root_member *m = &r->members[slot];
+  if (m->fd < 0) return;
   char c;
   ssize_t n = recv(m->fd, &c, 1, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  HETCCL_WARN("bootstrap root %s: rank %u left before the rendezvous completed", r->where, rank);
-  close_fd(&m->fd);
+  HETCCL_WARN("bootstrap root %s: rank %u left before the rendezvous completed", r->where, slot_rank(r, slot));
+  close_fd(&m->fd); /* closing it also takes it out of the epoll set */
+  m->joined = 0;
   r->arrived--;
 }
 
@@ -276,7 +327,10 @@ static void serve(struct root *r) {
   const struct hetccl_hello_rules rules = join_rules(r, now);
   uint64_t wake = hetccl_acceptor_expire(&r->joins, &rules, now);
   if (r->deadline < wake) wake = r->deadline;
-  if (!grow_pfds(r, 1 + (size_t)r->joins.n + r->nranks)) {
+  /* The listener, the handshakes (at most ROOT_MAX_PENDING) and one entry
+   * for every joined rank's connection: a wake costs what is in handshake,
+   * not what has joined. */
+  if (!grow_pfds(r, 2 + (size_t)r->joins.n)) {
     /* Out of memory: serve nothing new this round, let deadlines free some. */
     struct timespec nap = {0, 10000000};
     nanosleep(&nap, NULL);
@@ -285,51 +339,59 @@ static void serve(struct root *r) {
   struct pollfd *pfds = r->pfds;
   nfds_t n = 0;
   pfds[n++] = (struct pollfd){.fd = hetccl_acceptor_listening(&r->joins, now) ? r->listen_fd : -1, .events = POLLIN};
+  pfds[n++] = (struct pollfd){.fd = r->epoll_fd, .events = POLLIN};
   int npending = r->joins.n;
   for (int i = 0; i < npending; i++) pfds[n++] = (struct pollfd){.fd = r->joins.conns[i].fd, .events = POLLIN};
-  uint32_t nmembers = r->nranks;
-  for (uint32_t k = 0; k < nmembers; k++)
-    pfds[n++] = (struct pollfd){.fd = r->members[k].fd, .events = POLLIN}; /* fd -1 is ignored by poll */
   int ms = 1000;
   if (wake <= now) ms = 0;
   else if (wake - now < 1000000000ull) ms = (int)((wake - now + 999999) / 1000000);
   if (poll(pfds, n, ms) <= 0) return;
-  /* Members first: handle_join below may change nranks and the tables. */
-  nfds_t base = 1 + (nfds_t)npending;
-  for (uint32_t k = 0; k < nmembers; k++)
-    if (pfds[base + k].revents && r->members[k].fd >= 0) check_member(r, k);
+  /* Members first: handle_join below may change the tables. */
+  if (pfds[1].revents) {
+    struct epoll_event evs[64];
+    int got = epoll_wait(r->epoll_fd, evs, 64, 0);
+    for (int e = 0; e < got; e++)
+      if (evs[e].data.u32 < r->nslots) check_member(r, evs[e].data.u32);
+  }
   /* From the highest index down: dropping entry i only moves an entry already handled. */
   now = hetccl_now_ns();
   for (int i = npending - 1; i >= 0; i--)
-    if (pfds[1 + i].revents && hetccl_acceptor_read(&r->joins, i, &rules, now) == HETCCL_HELLO_GOOD)
+    if (pfds[2 + i].revents && hetccl_acceptor_read(&r->joins, i, &rules, now) == HETCCL_HELLO_GOOD)
       handle_join(r, &rules, i);
   /* An accept failure (out of memory) leaves the backlog for the next round. */
   if (pfds[0].fd >= 0 && pfds[0].revents) (void)hetccl_acceptor_accept(&r->joins, r->listen_fd, &rules);
 }
 
+/* Each joined rank gets its ring neighbour's address (the next slot's; the
+ * lookahead's for the slice's last rank when there are several roots), or
+ * on a timeout the first missing ranks; each connection is closed as soon
+ * as its answer is sent. */
 static void finish(struct root *r) {
-  int complete = r->nranks > 0 && r->arrived == r->nranks;
-  uint8_t *table = NULL;
-  size_t table_bytes = (size_t)r->nranks * HCB_ADDR_BYTES;
-  if (r->nranks > 0) table = calloc(r->nranks, HCB_ADDR_BYTES);
-  if (!complete)
-    HETCCL_WARN("bootstrap root %s: timed out with %u of %u ranks joined", r->where, r->arrived, r->nranks);
-  for (uint32_t k = 0; table && k < r->nranks; k++)
-    if (r->members[k].fd >= 0) memcpy(table + (size_t)k * HCB_ADDR_BYTES, r->members[k].addr, HCB_ADDR_BYTES);
-  for (uint32_t k = 0; k < r->nranks; k++) {
+  int complete = r->nranks > 0 && r->arrived == r->nslots;
+  uint8_t missing[HCB_MAX_LISTED_MISSING * 4];
+  uint32_t listed = 0;
+  if (!complete && r->nranks > 0) {
+    HETCCL_WARN("bootstrap root %s: timed out with %u of %u ranks joined", r->where, r->arrived, r->nslots);
+    for (uint32_t k = 0; k < r->nslots && listed < HCB_MAX_LISTED_MISSING; k++)
+      if (!r->members[k].joined) hetccl_hcb_put32(missing + 4 * listed++, slot_rank(r, k));
+  }
+  for (uint32_t k = 0; k < r->nslice; k++) {
     struct root_member *m = &r->members[k];
     if (m->fd < 0) continue;
-    if (table)
-      send_result(r, m->fd, m->nonce, complete ? HCB_RESULT_OK : HCB_RESULT_TIMEOUT, 0, table, table_bytes);
+    if (complete) {
+      uint32_t next = k + 1 < r->nslice ? k + 1 : r->nroots > 1 ? r->nslice : 0;
+      send_result(r, m->fd, m->nonce, HCB_RESULT_OK, 0, r->members[next].addr, HCB_ADDR_BYTES);
+    } else {
+      send_result(r, m->fd, m->nonce, HCB_RESULT_TIMEOUT, listed, missing, (size_t)listed * 4);
+    }
     close_fd(&m->fd);
   }
-  free(table);
-  if (complete) HETCCL_INFO("bootstrap root %s: all %u ranks joined", r->where, r->nranks);
+  if (complete) HETCCL_INFO("bootstrap root %s: all %u ranks joined", r->where, r->nslots);
 }
 
 static void *root_main(void *arg) {
   struct root *r = arg;
-  while (!(r->nranks > 0 && r->arrived == r->nranks) && hetccl_now_ns() < r->deadline) serve(r);
+  while (!(r->nranks > 0 && r->arrived == r->nslots) && hetccl_now_ns() < r->deadline) serve(r);
   finish(r);
   /* Before leaving the registry, so that the last count of refusals is
    * logged before a rank of this process may go on and exit. */
@@ -346,6 +408,7 @@ static void *root_main(void *arg) {
   pthread_cond_broadcast(&g_roots_cond);
   pthread_mutex_unlock(&g_roots_lock);
   close_fd(&r->listen_fd);
+  close_fd(&r->epoll_fd);
   free(r->members);
   free(r->pfds);
   memset(&r->id, 0, sizeof r->id);
@@ -369,11 +432,14 @@ hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *
   struct root *r = calloc(1, sizeof *r);
   if (!r) goto fail;
   r->listen_fd = listen_fd;
+  r->epoll_fd = -1;
   r->id = *id;
   hetccl_sock_str(&id->root, r->where, sizeof r->where);
   r->deadline = hetccl_deadline_ms(hetccl_params()->timeout_ms);
   hetccl_hcb_put_preamble(r->busy, HCB_MSG_BUSY, id->tag);
-  if (id->nranks > 0 && set_nranks(r, id->nranks) != 0) goto fail;
+  r->id_nranks = id->nranks;
+  r->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (r->epoll_fd < 0) goto fail;
   r->pid = getpid();
   pthread_once(&g_atfork_once, install_atfork);
   /* The root thread takes no signals: the application's handlers keep running on its own threads. */
@@ -402,8 +468,7 @@ hetcclResult_t hetccl_hcb_root_start(int listen_fd, const struct hetccl_hcb_id *
 fail:
   close(listen_fd);
   if (r) {
-    free(r->members);
-    free(r->pfds);
+    if (r->epoll_fd >= 0) close(r->epoll_fd);
     free(r);
   }
   return hetccl_error(hetcclSystemError, "bootstrap: cannot start the root thread");

@@ -20,10 +20,12 @@ int hetccl_hcb_join_parse(const uint8_t *b, size_t len, uint64_t tag, const uint
   out->rank = hetccl_hcb_get32(b + 16);
   out->nranks = hetccl_hcb_get32(b + 20);
   out->timeout_ms = (int64_t)hetccl_hcb_get64(b + 24);
+  out->nroots = hetccl_hcb_get32(b + 32);
+  out->root_index = hetccl_hcb_get32(b + 36);
   /* Beyond a year is "no bound" (0), so deadlines computed from it cannot wrap. */
   if (out->timeout_ms < 0 || out->timeout_ms > 366ll * 24 * 3600 * 1000) out->timeout_ms = 0;
-  out->addr_bytes = b + 32;
-  out->nonce = b + 32 + HCB_ADDR_BYTES;
+  out->addr_bytes = b + HCB_JOIN_ADDR_AT;
+  out->nonce = b + HCB_JOIN_NONCE_AT;
   /* From here the peer holds the secret: a misconfigured rank, told why. */
   if (!hetccl_hcb_get_addr(out->addr_bytes, &out->addr)) {
     *why = "its join carries no address";
@@ -33,6 +35,21 @@ int hetccl_hcb_join_parse(const uint8_t *b, size_t len, uint64_t tag, const uint
     *why = "rank out of range";
     out->reject = HCB_REJECT_RANK_RANGE;
     return HCB_JOIN_REJECT;
+  }
+  if (out->nroots == 0 || out->nroots > out->nranks || out->root_index >= out->nroots) {
+    *why = "its number of roots or root index is out of range";
+    out->reject = HCB_REJECT_ROOTS_MISMATCH;
+    return HCB_JOIN_REJECT;
+  }
+  /* A root serves its slice, and hears from the next slice's first rank. */
+  out->lookahead = 0;
+  if (hetccl_hcb_slice_of(out->rank, out->nranks, out->nroots) != out->root_index) {
+    if (out->nroots == 1 || out->rank != hetccl_hcb_lookahead_of(out->root_index, out->nranks, out->nroots)) {
+      *why = "the rank is not one this root serves";
+      out->reject = HCB_REJECT_ROOTS_MISMATCH;
+      return HCB_JOIN_REJECT;
+    }
+    out->lookahead = 1;
   }
   *why = NULL;
   return HCB_JOIN_OK;
@@ -46,9 +63,15 @@ const char *hetccl_hcb_result_head_parse(const uint8_t head[HCB_RESULT_HEAD_BYTE
   out->detail = hetccl_hcb_get32(head + 20);
   out->nranks = hetccl_hcb_get32(head + 24);
   out->arrived = hetccl_hcb_get32(head + 28);
-  if (out->status == HCB_RESULT_OK || out->status == HCB_RESULT_TIMEOUT) {
+  if (out->status == HCB_RESULT_OK) {
     if (out->nranks != nranks) return "its table has another number of ranks";
-    out->entries_bytes = (size_t)nranks * HCB_ADDR_BYTES;
+    out->entries_bytes = HCB_ADDR_BYTES;
+    return NULL;
+  }
+  if (out->status == HCB_RESULT_TIMEOUT) {
+    if (out->nranks != nranks) return "its table has another number of ranks";
+    if (out->detail > HCB_MAX_LISTED_MISSING || out->detail > nranks) return "it lists too many missing ranks";
+    out->entries_bytes = (size_t)out->detail * 4;
     return NULL;
   }
   if (out->status != HCB_RESULT_REJECTED) return "unknown result";

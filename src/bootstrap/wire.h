@@ -16,7 +16,7 @@
 #include "util/sock.h"
 
 #define HCB_MAGIC 0x48434231u /* "HCB1": every handshake message starts with it */
-#define HCB_VERSION 1
+#define HCB_VERSION 2 /* 2: joins name their root of several; results carry O(1) bytes */
 
 enum hetccl_hcb_msg_type {
   HCB_MSG_CHALLENGE = 1, /* root -> rank */
@@ -37,6 +37,7 @@ enum hetccl_hcb_reject_reason {
   HCB_REJECT_DUPLICATE_RANK = 1,
   HCB_REJECT_NRANKS_MISMATCH = 2,
   HCB_REJECT_RANK_RANGE = 3,
+  HCB_REJECT_ROOTS_MISMATCH = 4, /* its number of roots or root index differs from the first join's */
 };
 
 /* Data message kinds on peer connections: user messages and the bootstrap's
@@ -50,8 +51,10 @@ enum hetccl_hcb_data_kind { HCB_DATA_USER = 1, HCB_DATA_ALLGATHER = 2, HCB_DATA_
 #define HCB_PREAMBLE_BYTES 16 /* magic u32, version u16, type u16, id tag u64 */
 
 #define HCB_CHALLENGE_BYTES (HCB_PREAMBLE_BYTES + HCB_NONCE_BYTES)                               /* 48 */
-#define HCB_JOIN_SIGNED_BYTES (HCB_PREAMBLE_BYTES + 16 + HCB_ADDR_BYTES + HCB_NONCE_BYTES)       /* 88 */
-#define HCB_JOIN_BYTES (HCB_JOIN_SIGNED_BYTES + HCB_MAC_BYTES)                                   /* 120 */
+#define HCB_JOIN_SIGNED_BYTES (HCB_PREAMBLE_BYTES + 24 + HCB_ADDR_BYTES + HCB_NONCE_BYTES)       /* 96 */
+#define HCB_JOIN_BYTES (HCB_JOIN_SIGNED_BYTES + HCB_MAC_BYTES)                                   /* 128 */
+#define HCB_JOIN_ADDR_AT 40
+#define HCB_JOIN_NONCE_AT (HCB_JOIN_ADDR_AT + HCB_ADDR_BYTES)
 #define HCB_RESULT_HEAD_BYTES (HCB_PREAMBLE_BYTES + 16)                                          /* 32 */
 #define HCB_HELLO_SIGNED_BYTES (HCB_PREAMBLE_BYTES + 16 + HCB_NONCE_BYTES)                       /* 64 */
 #define HCB_HELLO_BYTES (HCB_HELLO_SIGNED_BYTES + HCB_MAC_BYTES)                                 /* 96 */
@@ -65,6 +68,27 @@ enum hetccl_hcb_data_kind { HCB_DATA_USER = 1, HCB_DATA_ALLGATHER = 2, HCB_DATA_
 
 /* Largest communicator the bootstrap accepts (bounds what a join may make the root allocate). */
 #define HCB_MAX_RANKS (1 << 20)
+
+/* A TIMEOUT result names at most this many missing ranks (4 bytes each). */
+#define HCB_MAX_LISTED_MISSING 16
+
+/*
+ * Several roots (hetcclCommInitRankScalable with nId > 1) split the ranks in
+ * contiguous slices: rank r belongs to root floor(r * nroots / nranks), so
+ * root k serves ranks [slice_lo(k), slice_lo(k + 1)). Each root also hears
+ * from the first rank of the next slice (its "lookahead", slice_lo(k + 1)
+ * mod nranks), so that it can tell its last rank its ring neighbour. With one
+ * root there is no lookahead: the ring closes inside the slice.
+ */
+static inline uint32_t hetccl_hcb_slice_of(uint32_t rank, uint32_t nranks, uint32_t nroots) {
+  return (uint32_t)((uint64_t)rank * nroots / nranks);
+}
+static inline uint32_t hetccl_hcb_slice_lo(uint32_t k, uint32_t nranks, uint32_t nroots) {
+  return (uint32_t)(((uint64_t)k * nranks + nroots - 1) / nroots);
+}
+static inline uint32_t hetccl_hcb_lookahead_of(uint32_t k, uint32_t nranks, uint32_t nroots) {
+  return hetccl_hcb_slice_lo(k + 1, nranks, nroots) % nranks;
+}
 
 static inline void hetccl_hcb_put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)(v >> 8);
@@ -165,6 +189,8 @@ enum hetccl_hcb_join_verdict {
 };
 struct hetccl_hcb_join {
   uint32_t rank, nranks;
+  uint32_t nroots, root_index; /* which of how many roots the rank joins */
+  int lookahead;               /* the rank is the next slice's first, not one of this root's */
   int64_t timeout_ms;
   union hetccl_sockaddr addr;
   const uint8_t *addr_bytes, *nonce; /* into the join */
@@ -181,7 +207,9 @@ struct hetccl_hcb_result_head {
   size_t entries_bytes; /* that follow the head */
 };
 /* A RESULT's head for a rank of a communicator of `nranks`: NULL when
- * well-formed, else why not. Its MAC is checked once all of it is in. */
+ * well-formed, else why not. Its MAC is checked once all of it is in.
+ * OK: one address follows (the rank's ring neighbour; a lookahead join gets
+ * its own back); TIMEOUT: `detail` missing ranks, u32 each. */
 const char *hetccl_hcb_result_head_parse(const uint8_t head[HCB_RESULT_HEAD_BYTES], uint64_t tag, uint32_t nranks,
                                          struct hetccl_hcb_result_head *out);
 /* A data message's header: NULL when well-formed, else why not. */

@@ -60,6 +60,8 @@ struct hetccl_comm {
   struct hetccl_topo_place place; /* this rank's NIC(s) and NUMA node (core/placement.c) */
   int nonblocking;
   hetcclUniqueId id;
+  hetcclUniqueId *root_ids; /* [nroot_ids] when several roots share the rendezvous (ids[0] is `id`), else NULL */
+  int nroot_ids;
 
   /* Init state: init may run on another thread for non-blocking configs. */
   atomic_int init_state;    /* hetcclInProgress while initialising, then the init result */

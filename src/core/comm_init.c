@@ -88,7 +88,8 @@ static hetcclResult_t not_aborted(struct hetccl_comm *c) {
 hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
   struct hetccl_rank_info me;
-  HETCCL_CHECK(hetccl_bootstrap_init(&c->id, c->rank, c->nranks, hetccl_params()->timeout_ms, &c->bootstrap));
+  HETCCL_CHECK(hetccl_bootstrap_init_roots(c->root_ids ? c->root_ids : &c->id, c->root_ids ? c->nroot_ids : 1, c->rank,
+                                           c->nranks, hetccl_params()->timeout_ms, &c->bootstrap));
   HETCCL_CHECK(not_aborted(c));
   HETCCL_CHECK(hetccl_rank_table_alloc(c));
   fill_info(c, &me);
@@ -169,6 +170,7 @@ void hetccl_comm_free(struct hetccl_comm *c) {
   hetccl_domains_free(c);
   hetccl_rank_table_free(c);
   free(c->user_ops);
+  free(c->root_ids);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }

@@ -66,16 +66,13 @@ int hetccl_comm_needs_link(const struct hetccl_comm *c, int peer) {
   return lib && lib->uses_links;
 }
 
-/* The domain's broadcast for vendor unique ids: domain rank 0 sends to the rest. */
+/* The domain's broadcast for vendor unique ids: a binomial tree over the
+ * bootstrap from domain rank 0 (ceil(log2 size) rounds, as many sends at most per rank). */
 static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
   struct hetccl_comm *c = ctx;
   enum { TAG_VENDOR_ID = 0x56494431u };
-  if (c->domain_rank == 0) {
-    for (int i = 1; i < c->domain_size; i++)
-      HETCCL_TRY(hetccl_bootstrap_send(c->bootstrap, c->domain_members[i], TAG_VENDOR_ID, buf, bytes));
-    return hetcclSuccess;
-  }
-  return hetccl_bootstrap_recv(c->bootstrap, c->domain_members[0], TAG_VENDOR_ID, buf, bytes);
+  return hetccl_bootstrap_bcast_among(c->bootstrap, c->domain_members, c->domain_size, c->domain_rank, TAG_VENDOR_ID,
+                                      buf, bytes);
 }
 
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {

@@ -9,8 +9,22 @@
 #include "util/log.h"
 
 hetcclResult_t hetccl_comm_start(hetcclComm_t *out, int nranks, const hetcclUniqueId *id, int rank, int nonblocking) {
+  return hetccl_comm_start_roots(out, nranks, id, 1, rank, nonblocking);
+}
+
+hetcclResult_t hetccl_comm_start_roots(hetcclComm_t *out, int nranks, const hetcclUniqueId *ids, int nids, int rank,
+                                       int nonblocking) {
   struct hetccl_comm *c;
-  HETCCL_TRY(hetccl_comm_create(&c, nranks, id, rank, nonblocking));
+  HETCCL_TRY(hetccl_comm_create(&c, nranks, &ids[0], rank, nonblocking));
+  if (nids > 1) {
+    c->root_ids = malloc((size_t)nids * sizeof *c->root_ids);
+    if (!c->root_ids) {
+      hetccl_comm_free(c);
+      return hetccl_error(hetcclSystemError, "out of memory for %d unique ids", nids);
+    }
+    memcpy(c->root_ids, ids, (size_t)nids * sizeof *c->root_ids);
+    c->nroot_ids = nids;
+  }
   hetccl_comm_register(c);
   *out = c;
   if (hetccl_group_depth() > 0) {

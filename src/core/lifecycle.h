@@ -7,6 +7,10 @@
 /* Creates, registers and initialises a communicator: now (blocking), on a
  * thread (non-blocking: returns hetcclInProgress), or at the group's end. */
 hetcclResult_t hetccl_comm_start(hetcclComm_t *out, int nranks, const hetcclUniqueId *id, int rank, int nonblocking);
+/* The same with `nids` unique ids whose roots split the rendezvous
+ * (hetcclCommInitRankScalable); every rank passes the same ids in the same order. */
+hetcclResult_t hetccl_comm_start_roots(hetcclComm_t *out, int nranks, const hetcclUniqueId *ids, int nids, int rank,
+                                       int nonblocking);
 hetcclResult_t hetccl_comm_init_all(hetcclComm_t *comms, int ndev, const int *devlist);
 hetcclResult_t hetccl_comm_split(struct hetccl_comm *c, int color, int key, hetcclComm_t *newcomm, int nonblocking);
 hetcclResult_t hetccl_comm_finalize(struct hetccl_comm *c);

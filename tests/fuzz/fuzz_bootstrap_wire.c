@@ -1,6 +1,6 @@
 /*
  * The bootstrap's messages (src/bootstrap/wire.c): a JOIN at the root, the
- * head and table of a RESULT at a rank, a data message header and a peer
+ * head and entries of a RESULT at a rank, a data message header and a peer
  * HELLO. The first byte picks the parser; for JOIN and HELLO its high bit
  * asks for a correct MAC over the fuzzed bytes, so the checks behind the
  * proof of the secret are reached too.
@@ -33,6 +33,11 @@ static void join(struct fuzz_in *in, int sign) {
   int v = hetccl_hcb_join_parse(b, got, TAG, k_secret, k_challenge, &j, &why);
   if (v != HCB_JOIN_OK && !why) abort();
   if (v == HCB_JOIN_OK && (j.rank >= j.nranks || j.nranks > HCB_MAX_RANKS || j.timeout_ms < 0)) abort();
+  /* An admitted rank is one the named root serves: of its slice, or the next slice's first. */
+  if (v == HCB_JOIN_OK && (j.nroots == 0 || j.nroots > j.nranks || j.root_index >= j.nroots)) abort();
+  if (v == HCB_JOIN_OK && hetccl_hcb_slice_of(j.rank, j.nranks, j.nroots) != j.root_index &&
+      !(j.lookahead && j.rank == hetccl_hcb_lookahead_of(j.root_index, j.nranks, j.nroots)))
+    abort();
   if (v == HCB_JOIN_OK || v == HCB_JOIN_REJECT) {
     /* The root copies these out of the join: they must lie inside it. */
     if (j.addr_bytes < b || j.addr_bytes + HCB_ADDR_BYTES > b + sizeof b) abort();
@@ -46,14 +51,18 @@ static void result(struct fuzz_in *in) {
   fuzz_take(in, head, sizeof head);
   struct hetccl_hcb_result_head rh;
   if (hetccl_hcb_result_head_parse(head, hetccl_hcb_get64(head + 8), nranks, &rh)) return;
-  if (rh.entries_bytes > (size_t)nranks * HCB_ADDR_BYTES) abort();
+  /* What a rank reads after the head: one address, or a short list of missing ranks. */
+  if (rh.status == HCB_RESULT_OK && rh.entries_bytes != HCB_ADDR_BYTES) abort();
+  if (rh.status == HCB_RESULT_TIMEOUT && (rh.detail > HCB_MAX_LISTED_MISSING || rh.entries_bytes != rh.detail * 4)) abort();
+  if (rh.entries_bytes > HCB_ADDR_BYTES + HCB_MAX_LISTED_MISSING * 4) abort();
   uint8_t *entries = malloc(rh.entries_bytes ? rh.entries_bytes : 1);
   if (!entries) return;
   fuzz_take(in, entries, rh.entries_bytes);
-  for (size_t k = 0; k * HCB_ADDR_BYTES < rh.entries_bytes; k++) {
+  if (rh.status == HCB_RESULT_OK) {
     union hetccl_sockaddr a;
-    (void)hetccl_hcb_get_addr(entries + k * HCB_ADDR_BYTES, &a);
+    (void)hetccl_hcb_get_addr(entries, &a);
   }
+  for (size_t k = 0; rh.status == HCB_RESULT_TIMEOUT && k < rh.detail; k++) (void)hetccl_hcb_get32(entries + 4 * k);
   free(entries);
 }
 

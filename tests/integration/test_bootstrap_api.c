@@ -126,9 +126,9 @@ static int refused_rank(ht_ctx *ctx, void *arg) {
  * offset 8: family u16 (4 or 6, big-endian), port (network order), IPv6
  * scope u32, address (IPv4 in the first 4 bytes). */
 #define ID_ROOT_ADDR 8
-#define JOIN_BYTES 120                    /* rank -> root; its last 32 bytes are the MAC */
+#define JOIN_BYTES 128                    /* rank -> root; its last 32 bytes are the MAC */
 #define CHALLENGE_BYTES 48                /* root -> rank, before the result */
-#define RESULT_BYTES(n) (32 + 24 * (n) + 32) /* head, n addresses, MAC */
+#define RESULT_BYTES (32 + 24 + 32)       /* head, the ring neighbour's address, MAC */
 #define RELAY_NRANKS 2                    /* ranks 0 and 1; process 2 is the relay */
 
 enum tamper { TAMPER_NONE, TAMPER_JOIN_MAC, TAMPER_RESULT_MAC };
@@ -244,7 +244,7 @@ static int relay_process(ht_ctx *ctx, enum tamper t) {
   int root_fd = socket(root.ss_family, SOCK_STREAM, 0);
   int linked = rank_fd >= 0 && root_fd >= 0 && connect(root_fd, (struct sockaddr *)&root, root_len) == 0;
   int flip_dir = t == TAMPER_JOIN_MAC ? 0 : t == TAMPER_RESULT_MAC ? 1 : -1;
-  size_t flip_at = t == TAMPER_JOIN_MAC ? JOIN_BYTES - 1 : CHALLENGE_BYTES + RESULT_BYTES(RELAY_NRANKS) - 1;
+  size_t flip_at = t == TAMPER_JOIN_MAC ? JOIN_BYTES - 1 : CHALLENGE_BYTES + RESULT_BYTES - 1;
   int flipped = linked && relay_bytes(rank_fd, root_fd, flip_dir, flip_at, 30);
   ht_case(ctx, flipped, "relay (%s): %s", g_tamper_names[t],
           linked ? "the byte to change never came" : "no connection from rank 1, or none to the root");

@@ -491,7 +491,7 @@ static void impostor_root_proc(int p, int n, void *arg) {
     hetccl_hcb_put32(result + 20, 0);
     hetccl_hcb_put32(result + 24, 1);
     hetccl_hcb_put32(result + 28, 1);
-    memcpy(result + HCB_RESULT_HEAD_BYTES, join + 32, HCB_ADDR_BYTES);
+    memcpy(result + HCB_RESULT_HEAD_BYTES, join + HCB_JOIN_ADDR_AT, HCB_ADDR_BYTES);
     fill(result + HCB_RESULT_HEAD_BYTES + HCB_ADDR_BYTES, HCB_MAC_BYTES, 12000, 3);
     CHECK(hetccl_sock_send_all(fd, result, sizeof result, deadline) == hetcclSuccess, "impostor result");
     wait_flag(&g_sh->flags[1], 10000);
