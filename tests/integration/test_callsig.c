@@ -136,10 +136,11 @@ static void symmetric(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
 }
 
 /*
- * Only one rank receives (rank 1), or no rank receives in the call itself
- * (root: each rank names the other as root, so both only send). The rank
- * that only sent may return from its call before anyone looked at its
- * message: it must fail then or at its next call, with both calls named.
+ * Only one rank receives (rank 1): the rank that only sent may return from
+ * its call before anyone looked at its message; it must fail then or at its
+ * next call, with both calls named. Root: each rank names the other as
+ * Reduce's root, so both would only send; the root agreement fails both in
+ * the call itself.
  */
 static void one_way(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
   int me = ctx->rank;
@@ -160,11 +161,11 @@ static void one_way(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
     sender_only = me == 0;
   } else { /* K_ROOT */
     rc = hetcclReduce(fbuf, fout, N, hetcclFloat32, hetcclSum, 1 - me, comm, NULL);
-    /* Found by the next call, which receives the other's Reduce (named by
-     * this rank's check or by the peer's report: either root). */
-    a = "Reduce(4096 x float, sum, root ";
-    b = "AllReduce(16 x float, sum) #3";
-    sender_only = 1;
+    /* Each only sends, yet both fail in the call: the root agreement runs
+     * before any data moves (transport/callsig.h). */
+    a = "Reduce(4096 x float, sum, root 0) #2";
+    b = "Reduce(4096 x float, sum, root 1) #2";
+    sender_only = 0;
   }
   if (!sender_only) {
     expect_mismatch(ctx, comm, what, "mismatched call", rc, a, b);
