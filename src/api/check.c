@@ -3,9 +3,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <stdio.h>
-
-#include "util/checked_size.h"
 #include "util/error.h"
 
 hetcclResult_t hetccl_check_comm(const char *fn, hetcclComm_t comm) {
@@ -29,11 +26,11 @@ hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt) {
 }
 
 hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt) {
-  size_t bytes = 0;
-  char what[160];
-  snprintf(what, sizeof what, "%s: count %zu of %s%s", fn, count, hetccl_type_name(dt),
-           mult > 1 ? " times the ranks" : "");
-  return hetccl_size_bytes(what, count, hetccl_type_size(dt), mult, &bytes);
+  size_t esz = hetccl_type_size(dt);
+  if (mult && count > SIZE_MAX / esz / mult)
+    return hetccl_error(hetcclInvalidArgument, "%s: count %zu of %s (x%zu) overflows the address space", fn, count,
+                        hetccl_type_name(dt), mult);
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p, size_t count) {

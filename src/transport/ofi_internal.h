@@ -134,7 +134,6 @@ static inline struct hetccl_call_sig ofi_ctrl_sig(const struct ofi_ctrl *c, int 
  * hash collisions, which the sender's full comparison on the RTR catches. */
 static inline uint32_t ofi_sig_key32(const struct hetccl_call_sig *s) {
   if (s->kind == HETCCL_SIG_NONE) return 0;
-  if (s->phase == HETCCL_SIG_AGREE) return 0x61677265u; /* agreement messages all match ("agre") */
   int p2p = s->kind == HETCCL_SIG_SEND || s->kind == HETCCL_SIG_RECV;
   uint64_t f[5] = {p2p ? 0xffu : s->kind, s->count, s->dtype, p2p ? 0 : ((uint64_t)s->seq << 32 | (uint32_t)s->root),
                    p2p ? 0 : s->op};
