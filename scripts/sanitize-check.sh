@@ -27,6 +27,8 @@ TESTS=(
   test_bootstrap test_components test_cuda_stub test_hello test_hip_kernels test_hip_stub test_kernel_body
   test_lib_search test_nccl_flavor test_progress test_rank_table_version test_rccl_instance test_settings
   test_sha256 test_shm_footprint test_sock test_transport test_transport_faults test_window
+  test_topo test_stripe test_ofi_nic test_ofi_regcache test_socket_watch test_passthrough_calls
+  test_grow test_nccl_face_v230 test_suspend_stand_in
   test_abort test_bad_input test_bootstrap_api test_comm
   test_nccl_face_coll test_nccl_face_comm test_nccl_face_guard test_nccl_face_init test_rccl_face
   test_two_faces test_perf_tool
@@ -48,6 +50,13 @@ cmake --build "$BUILD" -j"$JOBS" >/dev/null
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# hwloc's PCI plugin (hwloc_pci.so and the libpciaccess it pulls in) is
+# dlopened and closed with each topology; libpciaccess's device list is
+# still held by its globals then, so LeakSanitizer reports it from an
+# "<unknown module>" that no suppression can name. A plain program that
+# loads and destroys one hwloc topology shows the same report. The live
+# PCI read is left to the plain build; the topology tests read XML files.
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS:--pci}
 
 regex="^($(IFS='|'; echo "${TESTS[*]}"))\$"
 failed=0

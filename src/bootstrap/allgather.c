@@ -46,7 +46,9 @@ hetcclResult_t hetccl_hcb_allgather(hetccl_bootstrap *b, uint8_t *base, size_t b
   size_t all = (size_t)n * bytes;
   uint8_t *held = malloc(all > 0 ? all : 1);
   if (!held) return hetccl_error(hetcclSystemError, "bootstrap allgather: out of memory for %d slots", n);
-  memcpy(held, base + (size_t)me * bytes, bytes);
+  /* A zero-byte gather still runs the exchanges (the address hops ride on
+   * them), but base may then be NULL, which memcpy must never see. */
+  if (bytes > 0) memcpy(held, base + (size_t)me * bytes, bytes);
   hetcclResult_t rc = hetcclSuccess;
   for (int d = 1; rc == hetcclSuccess && d < n; d *= 2) {
     int cnt = d < n - d ? d : n - d, to = (me + d) % n, from = (me - d + n) % n;
@@ -59,7 +61,7 @@ hetcclResult_t hetccl_hcb_allgather(hetccl_bootstrap *b, uint8_t *base, size_t b
     rc = exchange(b, from, theirs, sizeof theirs, to, next, sizeof next, NEXT_ADDR_TAG(seq), deadline);
     if (rc == hetcclSuccess) rc = address_of(b, (me + 2 * d) % n, next);
   }
-  for (int i = 0; rc == hetcclSuccess && i < n; i++)
+  for (int i = 0; rc == hetcclSuccess && bytes > 0 && i < n; i++)
     memcpy(base + (size_t)((me - i + n) % n) * bytes, held + (size_t)i * bytes, bytes);
   free(held);
   return rc;
