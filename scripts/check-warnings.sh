@@ -35,9 +35,14 @@ for cfg in "${configs[@]}"; do
   # The clang build also leaves out the CUDA kernels: the build a machine
   # without nvcc gets (gcc keeps them when nvcc is here).
   cuda_kernels=ON
-  [ "$cc" = clang ] && cuda_kernels=OFF
+  optional=()
+  # The clang build also leaves out the optional dependencies (libfabric's
+  # headers, hwloc), as on a GPU machine without libfabric-dev or
+  # libhwloc-dev: code behind their #ifs must be clean too.
+  [ "$cc" = clang ] && cuda_kernels=OFF &&
+    optional=(-DHETCCL_LIBFABRIC_INCLUDE=HETCCL_LIBFABRIC_INCLUDE-NOTFOUND -DHETCCL_WITH_HWLOC=OFF)
   if ! CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$flags" -DHETCCL_WERROR=ON -DHETCCL_HIP_KERNELS=OFF \
-      -DHETCCL_CUDA_KERNELS=$cuda_kernels \
+      -DHETCCL_CUDA_KERNELS=$cuda_kernels "${optional[@]}" \
       >"$dir.log" 2>&1 || ! cmake --build "$dir" -j"$jobs" >>"$dir.log" 2>&1; then
     grep -E 'error|warning' "$dir.log" | head -20 || tail -20 "$dir.log"
     echo "check-warnings: FAILED under $cc $flags (full log: $dir.log)"

@@ -7,10 +7,11 @@
 #include <string.h>
 
 #include "topo/place.h"
-#include "unit_check.h"
 
 #if defined(HETCCL_TEST_HAVE_OFI)
 #include <rdma/fabric.h>
+
+#include "unit_check.h" /* inside: without libfabric its counter would be unused */
 
 #include "transport/nic_choice.h"
 
