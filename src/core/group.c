@@ -29,7 +29,7 @@ static _Thread_local struct {
 
 int hetccl_group_depth(void) { return g.depth; }
 
-hetcclResult_t hetccl_group_note(hetcclResult_t rc) {
+hetcclResult_t hetccl_group_note_failure(hetcclResult_t rc) {
   if (rc != hetcclSuccess && rc != hetcclInProgress && g.depth > 0 && g.error == hetcclSuccess) g.error = rc;
   return rc;
 }
@@ -69,11 +69,13 @@ static hetcclResult_t run_batch_owned(struct hetccl_comm *c, struct hetccl_op *o
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
   for (int i = 0; i < n; i++) sign_op(c, &ops[i]);
-  (void)hetccl_callsig_take_mismatch();
+  int *mismatch_flag = hetccl_callsig_mismatch_flag();
+  *mismatch_flag = 0;
   uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
   rc = hetccl_plan_run(&c->topo, ops, n);
   if (traced) hetccl_trace_batch_end(c, ops, n, traced);
-  int mismatch = hetccl_callsig_take_mismatch();
+  int mismatch = *mismatch_flag;
+  *mismatch_flag = 0;
   if (rc != hetcclSuccess && atomic_load(&c->aborting)) {
     char why[256];
     snprintf(why, sizeof why, "%s", hetccl_last_error()); /* the message is rewritten below */
@@ -106,22 +108,20 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *op
   return rc;
 }
 
-hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op) {
+hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, struct hetccl_op *op) {
   if (c->trace) hetccl_trace_enqueued(c, op);
-  if (g.depth == 0) {
-    struct hetccl_op one = *op;
-    return hetccl_comm_run_batch(c, &one, 1);
-  }
-  if (g.n == g.cap) {
-    int cap = g.cap ? g.cap * 2 : 64;
-    struct group_entry *e = realloc(g.ents, (size_t)cap * sizeof *e);
+  __typeof__(g) *gs = &g; /* one thread-local lookup for the whole call */
+  if (gs->depth == 0) return hetccl_comm_run_batch(c, op, 1);
+  if (gs->n == gs->cap) {
+    int cap = gs->cap ? gs->cap * 2 : 64;
+    struct group_entry *e = realloc(gs->ents, (size_t)cap * sizeof *e);
     if (!e) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
-    g.ents = e;
-    g.cap = cap;
+    gs->ents = e;
+    gs->cap = cap;
   }
-  g.ents[g.n].comm = c;
-  g.ents[g.n].op = *op;
-  g.n++;
+  gs->ents[gs->n].comm = c;
+  gs->ents[gs->n].op = *op;
+  gs->n++;
   return hetcclSuccess;
 }
 

@@ -14,9 +14,15 @@ hetcclResult_t hetccl_group_start(void);
 hetcclResult_t hetccl_group_end(void);
 int hetccl_group_depth(void);
 /* Records a failed call made inside an open group (the group then fails); returns rc. */
-hetcclResult_t hetccl_group_note(hetcclResult_t rc);
-/* Runs `op` now, or records it in the open group. */
-hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, const struct hetccl_op *op);
+hetcclResult_t hetccl_group_note_failure(hetcclResult_t rc);
+/* Inline: every call passes here twice, and a success touches no
+ * thread-local state (a lookup through __tls_get_addr in a shared library). */
+static inline hetcclResult_t hetccl_group_note(hetcclResult_t rc) {
+  return rc == hetcclSuccess ? rc : hetccl_group_note_failure(rc);
+}
+/* Runs `op` now, or records it in the open group. `op` is the caller's
+ * scratch: outside a group it is signed and run in place. */
+hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, struct hetccl_op *op);
 /* Records a communicator whose init must run at hetcclGroupEnd. */
 hetcclResult_t hetccl_group_defer_init(struct hetccl_comm *c);
 

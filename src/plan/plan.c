@@ -107,10 +107,11 @@ static int needs_inplace_copy(const struct hetccl_plan_state *st, const struct h
    * passes it through; host memory, and every rank across domains (whose
    * link sends read the input after the vendor phase wrote the output), copy
    * the input aside first. */
+  if ((op->coll != HETCCL_COLL_ALLTOALL && op->coll != HETCCL_COLL_ALLTOALLV) || !op->sendbuff ||
+      op->sendbuff != op->recvbuff)
+    return 0;
   const struct hetccl_device_ops *dev = hetccl_device_get(st->topo->device_kind);
-  int kind_copies = !dev || !dev->stream_create || st->topo->ndomains > 1;
-  return kind_copies && (op->coll == HETCCL_COLL_ALLTOALL || op->coll == HETCCL_COLL_ALLTOALLV) && op->sendbuff &&
-         op->sendbuff == op->recvbuff;
+  return !dev || !dev->stream_create || st->topo->ndomains > 1;
 }
 
 static int is_p2p_shaped(int coll) {

@@ -88,5 +88,9 @@ hetcclResult_t hetccl_callsig_mismatch(const char *where, const struct hetccl_ca
 /* Whether this thread reported a mismatch since the last call; clears it.
  * Core uses it to leave a communicator unusable after a mismatch. */
 int hetccl_callsig_take_mismatch(void);
+/* This thread's mismatch flag itself (what take_mismatch reads and
+ * clears), for a caller that clears it before a call and reads it after
+ * with one thread-local lookup. */
+int *hetccl_callsig_mismatch_flag(void);
 
 #endif

@@ -368,7 +368,8 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
   vc->nmade = 0;
   HETCCL_TRY(scratch_prepare(vc, ops, nops));
   int grouped = nops > 1 || multi_call(vc, &ops[0]);
-  HETCCL_TRACE_BEGIN(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
+  int traced = HETCCL_TRACE_ON(); /* one thread-local lookup, not two */
+  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'B', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
   if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
   for (int i = 0; i < nops && rc == hetcclSuccess; i++) rc = issue(vc, &ops[i]);
   if (grouped) {
@@ -381,7 +382,7 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
     if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclRedOpDestroy");
   }
   vc->nmade = 0;
-  HETCCL_TRACE_END(HETCCL_TK_VENDOR, hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype));
+  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'E', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
   if (rc != hetcclSuccess) return rc;
   /* After NCCL's calls (a group enqueues them at its end). */
   if (vc->scratch_used) {
