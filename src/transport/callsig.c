@@ -64,8 +64,3 @@ hetcclResult_t hetccl_callsig_mismatch(const char *where, const struct hetccl_ca
 
 int *hetccl_callsig_mismatch_flag(void) { return &t_mismatch; }
 
-int hetccl_callsig_take_mismatch(void) {
-  int m = t_mismatch;
-  t_mismatch = 0;
-  return m;
-}

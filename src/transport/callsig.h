@@ -81,16 +81,13 @@ void hetccl_callsig_format(const struct hetccl_call_sig *s, char *out, size_t si
  * Records and returns hetcclInvalidUsage for a mismatch: "<where>: rank A
  * called <A's call> but rank B called <B's call>", A being the rank whose
  * receive was posted under `expected` and B the sender. Also marks this
- * thread as having met a mismatch (hetccl_callsig_take_mismatch).
+ * thread as having met a mismatch (hetccl_callsig_mismatch_flag).
  */
 hetcclResult_t hetccl_callsig_mismatch(const char *where, const struct hetccl_call_sig *expected,
                                        const struct hetccl_call_sig *sent);
-/* Whether this thread reported a mismatch since the last call; clears it.
- * Core uses it to leave a communicator unusable after a mismatch. */
-int hetccl_callsig_take_mismatch(void);
-/* This thread's mismatch flag itself (what take_mismatch reads and
- * clears), for a caller that clears it before a call and reads it after
- * with one thread-local lookup. */
+/* This thread's flag of a reported mismatch: core clears it before a call
+ * and reads it after (one thread-local lookup), to leave a communicator
+ * unusable after a mismatch. */
 int *hetccl_callsig_mismatch_flag(void);
 
 #endif
