@@ -34,13 +34,15 @@ for cfg in "${configs[@]}"; do
   # free of warnings).
   # The clang build also leaves out the CUDA kernels: the build a machine
   # without nvcc gets (gcc keeps them when nvcc is here).
+  # and the optional dependencies (libfabric's headers, hwloc), as on a GPU
+  # machine without libfabric-dev or libhwloc-dev: code behind their #ifs
+  # must be clean too.
   cuda_kernels=ON
   optional=()
-  # The clang build also leaves out the optional dependencies (libfabric's
-  # headers, hwloc), as on a GPU machine without libfabric-dev or
-  # libhwloc-dev: code behind their #ifs must be clean too.
-  [ "$cc" = clang ] && cuda_kernels=OFF &&
+  if [ "$cc" = clang ]; then
+    cuda_kernels=OFF
     optional=(-DHETCCL_LIBFABRIC_INCLUDE=HETCCL_LIBFABRIC_INCLUDE-NOTFOUND -DHETCCL_WITH_HWLOC=OFF)
+  fi
   if ! CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="$flags" -DHETCCL_WERROR=ON -DHETCCL_HIP_KERNELS=OFF \
       -DHETCCL_CUDA_KERNELS=$cuda_kernels "${optional[@]}" \
       >"$dir.log" 2>&1 || ! cmake --build "$dir" -j"$jobs" >>"$dir.log" 2>&1; then
