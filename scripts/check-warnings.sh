@@ -33,7 +33,7 @@ for cfg in "${configs[@]}"; do
   # also keeps the build without them, what a machine without clang-19 gets,
   # free of warnings).
   # The clang build also leaves out the CUDA kernels: the build a machine
-  # without nvcc gets (gcc keeps them when nvcc is here).
+  # without nvcc gets (gcc keeps them when nvcc is here),
   # and the optional dependencies (libfabric's headers, hwloc), as on a GPU
   # machine without libfabric-dev or libhwloc-dev: code behind their #ifs
   # must be clean too.
