@@ -65,20 +65,20 @@ static hetcclResult_t phase_add(struct hetccl_phase *ph, const struct hetccl_pha
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, hetccl_link *l, const void *buf, size_t bytes) {
-  struct hetccl_phase_xfer x = {.send = 1, .link = l, .src = buf, .bytes = bytes, .sig = ex->sig};
+hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, int peer, const void *buf, size_t bytes) {
+  struct hetccl_phase_xfer x = {.send = 1, .peer = peer, .link = ex->links[peer], .src = buf, .bytes = bytes, .sig = ex->sig};
   return phase_add(&ex->phase, &x);
 }
 
-hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, hetccl_link *l, void *buf, size_t bytes) {
-  struct hetccl_phase_xfer x = {.send = 0, .link = l, .dst = buf, .bytes = bytes, .sig = ex->sig};
+hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, int peer, void *buf, size_t bytes) {
+  struct hetccl_phase_xfer x = {.send = 0, .peer = peer, .link = ex->links[peer], .dst = buf, .bytes = bytes, .sig = ex->sig};
   return phase_add(&ex->phase, &x);
 }
 
-hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, void *dst, const void *a,
+hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, int peer, void *dst, const void *a,
                                        size_t count, hetcclDataType_t dt, const hetccl_redop *op) {
   struct hetccl_phase_xfer x = {
-      .send = 0, .link = l, .dst = dst, .a = a, .bytes = count * hetccl_type_size(dt), .dt = dt, .op = *op,
+      .send = 0, .peer = peer, .link = ex->links[peer], .dst = dst, .a = a, .bytes = count * hetccl_type_size(dt), .dt = dt, .op = *op,
       .sig = ex->sig};
   x.op.premul = 0;
   x.op.postdiv = 0;

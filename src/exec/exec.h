@@ -29,7 +29,8 @@
 
 struct hetccl_phase_xfer {
   int send;
-  hetccl_link *link;
+  int peer;          /* global rank at the other end */
+  hetccl_link *link; /* its link (ex->links[peer]) */
   const void *src;   /* send */
   void *dst;         /* receive */
   const void *a;     /* receive-reduce: dst = a op received; NULL: plain receive */
@@ -79,6 +80,7 @@ struct hetccl_exec {
   hetcclStream_t stream;              /* the stream of the operation being planned */
   struct hetccl_call_sig sig;         /* the call being planned: its link phases' messages carry it */
   int64_t timeout_ms;                 /* host link phases: bound on a wait with no progress */
+  hetccl_link *const *links;          /* [nranks] by global rank: where a transfer's peer is reached */
 };
 
 /* Host memory scratch of at least `bytes`, grown once and reused. */
@@ -104,10 +106,11 @@ hetcclResult_t hetccl_exec_reduce(struct hetccl_exec *ex, void *dst, const void 
 hetcclResult_t hetccl_exec_finish(struct hetccl_exec *ex, void *buf, size_t count, hetcclDataType_t dt,
                                   const hetccl_redop *op);
 
-hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, hetccl_link *l, const void *buf, size_t bytes);
-hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, hetccl_link *l, void *buf, size_t bytes);
+/* Transfers of the link phase being recorded, to or from global rank `peer`. */
+hetcclResult_t hetccl_exec_send(struct hetccl_exec *ex, int peer, const void *buf, size_t bytes);
+hetcclResult_t hetccl_exec_recv(struct hetccl_exec *ex, int peer, void *buf, size_t bytes);
 /* dst[i] = a[i] op received[i] for count elements. */
-hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, hetccl_link *l, void *dst, const void *a,
+hetcclResult_t hetccl_exec_recv_reduce(struct hetccl_exec *ex, int peer, void *dst, const void *a,
                                        size_t count, hetcclDataType_t dt, const hetccl_redop *op);
 /* Runs the recorded phase (host: to completion; GPU: enqueued) and empties it. */
 hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what);

@@ -30,11 +30,11 @@ hetcclResult_t hetccl_plan_allgather(struct hetccl_plan_state *st, const struct 
   for (int e = 0; e < st->ndomains; e++) {
     if (e == me) continue;
     int ne = st->dom_size[e];
-    HETCCL_TRY(hetccl_exec_send(&st->ex, t->links[st->dom_member[e][t->domain_rank % ne]], op->sendbuff, bytes));
+    HETCCL_TRY(hetccl_exec_send(&st->ex, st->dom_member[e][t->domain_rank % ne], op->sendbuff, bytes));
     for (int x = 0; x < ne; x++)
       if (x % nd == t->domain_rank) {
         int src = st->dom_member[e][x];
-        HETCCL_TRY(hetccl_exec_recv(&st->ex, t->links[src], out + (size_t)src * bytes, bytes));
+        HETCCL_TRY(hetccl_exec_recv(&st->ex, src, out + (size_t)src * bytes, bytes));
       }
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "AllGather exchange"));

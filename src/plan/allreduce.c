@@ -38,7 +38,7 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
     hetccl_pieces_begin(&it, st, n);
     while (hetccl_pieces_next(&it, &a, &b)) {
       if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
-      hetccl_link *l = t->links[hetccl_piece_owner(st, n, other, a)];
+      int l = hetccl_piece_owner(st, n, other, a);
       HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
       HETCCL_TRY(hetccl_exec_recv_reduce(&st->ex, l, res + a * esz, partial + (a - lo) * esz, b - a, op->dtype, combine));
     }
@@ -54,7 +54,7 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
     if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
     for (int e = 0; e < k; e++) {
       if (e == t->my_domain) continue;
-      hetccl_link *l = t->links[hetccl_piece_owner(st, n, e, a)];
+      int l = hetccl_piece_owner(st, n, e, a);
       HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
       HETCCL_TRY(hetccl_exec_recv(&st->ex, l, slots + ((size_t)e * shard + (a - lo)) * esz, (b - a) * esz));
     }
@@ -199,9 +199,9 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
         v.root = st->dom_rank_of[peer];
         HETCCL_TRY(hetccl_plan_vop_add(st, &v));
       } else if (src == t->rank) {
-        HETCCL_TRY(hetccl_exec_send(&st->ex, t->links[peer], from, bytes));
+        HETCCL_TRY(hetccl_exec_send(&st->ex, peer, from, bytes));
       } else {
-        HETCCL_TRY(hetccl_exec_recv(&st->ex, t->links[peer], slot, bytes));
+        HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, slot, bytes));
       }
     }
   }

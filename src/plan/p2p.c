@@ -22,8 +22,8 @@ static hetcclResult_t transfer(struct hetccl_plan_state *st, const struct hetccl
     return hetccl_plan_vop_add(st, &v);
   }
   size_t bytes = count * hetccl_type_size(op->dtype);
-  if (send) return hetccl_exec_send(&st->ex, t->links[peer], buf, bytes);
-  return hetccl_exec_recv(&st->ex, t->links[peer], (void *)buf, bytes);
+  if (send) return hetccl_exec_send(&st->ex, peer, buf, bytes);
+  return hetccl_exec_recv(&st->ex, peer, (void *)buf, bytes);
 }
 
 static hetcclResult_t expand(struct hetccl_plan_state *st, const struct hetccl_op *op) {

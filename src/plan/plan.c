@@ -29,6 +29,7 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
   if (!st) return hetccl_error(hetcclSystemError, "out of memory for plan state");
   st->topo = t;
   st->ex.timeout_ms = t->timeout_ms;
+  st->ex.links = t->links;
   st->ex.xfers.comm_error = t->async_error;
   st->ndomains = t->ndomains;
   st->dom_size = calloc((size_t)t->ndomains, sizeof *st->dom_size);

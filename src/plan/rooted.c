@@ -17,9 +17,9 @@ hetcclResult_t hetccl_plan_broadcast(struct hetccl_plan_state *st, const struct 
   int root_dom = t->domain_of[op->root];
   if (t->rank == op->root) {
     for (int e = 0; e < st->ndomains; e++)
-      if (e != root_dom) HETCCL_TRY(hetccl_exec_send(&st->ex, t->links[st->dom_member[e][0]], op->sendbuff, bytes));
+      if (e != root_dom) HETCCL_TRY(hetccl_exec_send(&st->ex, st->dom_member[e][0], op->sendbuff, bytes));
   } else if (t->my_domain != root_dom && t->domain_rank == 0) {
-    HETCCL_TRY(hetccl_exec_recv(&st->ex, t->links[op->root], op->recvbuff, bytes));
+    HETCCL_TRY(hetccl_exec_recv(&st->ex, op->root, op->recvbuff, bytes));
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast exchange"));
   struct hetccl_op v = *op;
@@ -56,9 +56,9 @@ hetcclResult_t hetccl_plan_reduce(struct hetccl_plan_state *st, const struct het
   if (t->rank == op->root) {
     for (int e = 0; e < k; e++)
       if (e != root_dom)
-        HETCCL_TRY(hetccl_exec_recv(&st->ex, t->links[st->dom_member[e][0]], slots + (size_t)e * bytes, bytes));
+        HETCCL_TRY(hetccl_exec_recv(&st->ex, st->dom_member[e][0], slots + (size_t)e * bytes, bytes));
   } else if (t->my_domain != root_dom && t->domain_rank == 0) {
-    HETCCL_TRY(hetccl_exec_send(&st->ex, t->links[op->root], mine, bytes));
+    HETCCL_TRY(hetccl_exec_send(&st->ex, op->root, mine, bytes));
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Reduce exchange"));
   if (t->rank != op->root) return hetcclSuccess;

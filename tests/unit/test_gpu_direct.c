@@ -173,8 +173,8 @@ static void round_trip(struct hetccl_dexec **d, hetcclStream_t *s, struct rankbu
   }
   for (int call = 0; call < 2; call++) {
     for (int r = 0; r < N; r++) {
-      struct hetccl_exec ex = {.dexec = d[r], .stream = s[r], .timeout_ms = 10000};
-      hetccl_link *l = g_l[r][1 - r];
+      struct hetccl_exec ex = {.dexec = d[r], .stream = s[r], .timeout_ms = 10000, .links = g_l[r]};
+      int l = 1 - r;
       hetcclResult_t rc = hetccl_exec_send(&ex, l, call ? (void *)b[r].fa : (void *)b[r].src, bytes);
       hetccl_redop sum = {.combine = HETCCL_COMBINE_SUM};
       if (rc == hetcclSuccess)

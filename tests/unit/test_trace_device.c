@@ -135,8 +135,8 @@ int main(void) {
       uint32_t id = hetccl_trace_calls_take(t[r], 1);
       hetccl_trace_enter(t[r], id);
       hetccl_trace_call(t[r], 'B', HETCCL_TK_CALL, call ? "AllReduce" : "SendRecv", id, 1 - r, BYTES, id, 1);
-      struct hetccl_exec ex = {.dexec = d[r], .stream = s[r], .timeout_ms = 10000};
-      hetccl_link *l = g_l[r][1 - r];
+      struct hetccl_exec ex = {.dexec = d[r], .stream = s[r], .timeout_ms = 10000, .links = g_l[r]};
+      int l = 1 - r;
       hetcclResult_t rc = hetccl_exec_send(&ex, l, call ? (void *)fa[r] : (void *)src[r], BYTES);
       hetccl_redop sum = {.combine = HETCCL_COMBINE_SUM};
       if (rc == hetcclSuccess)
