@@ -7,25 +7,26 @@
 #include "core/trace_calls.h"
 #include "util/error.h"
 
-struct group_entry {
-  struct hetccl_comm *comm;
-  struct hetccl_op op;
-};
-
-/* Per-thread group state; the arrays are kept between groups so that a
- * steady stream of grouped calls allocates nothing. */
-static _Thread_local struct {
+/* Per-thread group state: the recorded operations and, beside them, the
+ * communicator of each (two arrays, so a group on one communicator runs
+ * its operations where they were recorded, without a copy). The arrays are
+ * kept between groups so that a steady stream of grouped calls allocates
+ * nothing. Each entry point takes the thread-local address once (in a
+ * shared library every lookup is a call to __tls_get_addr). */
+struct group_state {
   int depth;
   hetcclResult_t error;          /* first failure of a call made while the group was open */
-  struct group_entry *ents;
+  struct hetccl_comm **comms;    /* [n]: the communicator of ops[i]; NULL once taken for a worker */
+  struct hetccl_op *ops;         /* [n]: in the order they were recorded */
   int n, cap;
-  struct hetccl_op *batch;       /* scratch: one communicator's ops, in order */
+  struct hetccl_op *batch;       /* scratch: one communicator's ops, in order (groups of several) */
   int batch_cap;
   struct hetccl_comm **inits;
   int ninits, inits_cap;
   struct hetccl_comm **subs;     /* communicators with a batch on their worker */
   int subs_cap;
-} g;
+};
+static _Thread_local struct group_state g;
 
 int hetccl_group_depth(void) { return g.depth; }
 
@@ -110,64 +111,69 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *op
 
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, struct hetccl_op *op) {
   if (c->trace) hetccl_trace_enqueued(c, op);
-  __typeof__(g) *gs = &g; /* one thread-local lookup for the whole call */
+  struct group_state *gs = &g;
   if (gs->depth == 0) return hetccl_comm_run_batch(c, op, 1);
   if (gs->n == gs->cap) {
     int cap = gs->cap ? gs->cap * 2 : 64;
-    struct group_entry *e = realloc(gs->ents, (size_t)cap * sizeof *e);
-    if (!e) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
-    gs->ents = e;
+    struct hetccl_comm **cs = realloc(gs->comms, (size_t)cap * sizeof *cs);
+    if (cs) gs->comms = cs;
+    struct hetccl_op *os = cs ? realloc(gs->ops, (size_t)cap * sizeof *os) : NULL;
+    if (!os) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
+    gs->ops = os;
     gs->cap = cap;
   }
-  gs->ents[gs->n].comm = c;
-  gs->ents[gs->n].op = *op;
+  gs->comms[gs->n] = c;
+  gs->ops[gs->n] = *op;
   gs->n++;
   return hetcclSuccess;
 }
 
 hetcclResult_t hetccl_group_defer_init(struct hetccl_comm *c) {
-  if (g.ninits == g.inits_cap) {
-    int cap = g.inits_cap ? g.inits_cap * 2 : 8;
-    struct hetccl_comm **t = realloc(g.inits, (size_t)cap * sizeof *t);
+  struct group_state *gs = &g;
+  if (gs->ninits == gs->inits_cap) {
+    int cap = gs->inits_cap ? gs->inits_cap * 2 : 8;
+    struct hetccl_comm **t = realloc(gs->inits, (size_t)cap * sizeof *t);
     if (!t) return hetccl_error(hetcclSystemError, "out of memory recording a grouped init");
-    g.inits = t;
-    g.inits_cap = cap;
+    gs->inits = t;
+    gs->inits_cap = cap;
   }
-  g.inits[g.ninits++] = c;
+  gs->inits[gs->ninits++] = c;
   return hetcclSuccess;
 }
 
 /* Grouped inits run concurrently: their rendezvous need each other. */
-static hetcclResult_t run_deferred_inits(void) {
+static hetcclResult_t run_deferred_inits(struct group_state *gs) {
   hetcclResult_t rc = hetcclSuccess;
-  for (int i = 0; i < g.ninits; i++) {
-    hetcclResult_t r = hetccl_comm_init_async(g.inits[i]);
+  if (gs->ninits == 0) return rc;
+  for (int i = 0; i < gs->ninits; i++) {
+    hetcclResult_t r = hetccl_comm_init_async(gs->inits[i]);
     if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
   }
-  for (int i = 0; i < g.ninits; i++) {
-    struct hetccl_comm *c = g.inits[i];
+  for (int i = 0; i < gs->ninits; i++) {
+    struct hetccl_comm *c = gs->inits[i];
     if (c->nonblocking) continue; /* polled through hetcclCommGetAsyncError */
     hetcclResult_t r = hetccl_comm_wait_init(c);
     if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
   }
-  g.ninits = 0;
+  gs->ninits = 0;
   return rc;
 }
 
-static hetcclResult_t gather_batch(struct hetccl_comm *c, int from, int *count) {
+/* Communicator c's ops from entry `from` on, in order, into gs->batch (taken: their comms[] become NULL). */
+static hetcclResult_t gather_batch(struct group_state *gs, struct hetccl_comm *c, int from, int *count) {
   int n = 0;
-  for (int i = from; i < g.n; i++) n += g.ents[i].comm == c;
-  if (n > g.batch_cap) {
-    struct hetccl_op *b = realloc(g.batch, (size_t)n * sizeof *b);
+  for (int i = from; i < gs->n; i++) n += gs->comms[i] == c;
+  if (n > gs->batch_cap) {
+    struct hetccl_op *b = realloc(gs->batch, (size_t)n * sizeof *b);
     if (!b) return hetccl_error(hetcclSystemError, "out of memory for a group batch");
-    g.batch = b;
-    g.batch_cap = n;
+    gs->batch = b;
+    gs->batch_cap = n;
   }
   n = 0;
-  for (int i = from; i < g.n; i++)
-    if (g.ents[i].comm == c) {
-      g.batch[n++] = g.ents[i].op;
-      g.ents[i].comm = NULL; /* taken */
+  for (int i = from; i < gs->n; i++)
+    if (gs->comms[i] == c) {
+      gs->batch[n++] = gs->ops[i];
+      gs->comms[i] = NULL;
     }
   *count = n;
   return hetcclSuccess;
@@ -183,80 +189,78 @@ static hetcclResult_t enter_recorded(struct hetccl_comm *c) {
                       (void *)c);
 }
 
-static hetcclResult_t run_ops(void) {
+static hetcclResult_t run_ops(struct group_state *gs) {
   hetcclResult_t rc = hetcclSuccess;
-  int ncomms = 0;
-  for (int i = 0; i < g.n; i++)
-    if (g.ents[i].comm) {
-      int dup = 0;
-      for (int j = 0; j < i && !dup; j++) dup = g.ents[j].comm == g.ents[i].comm;
-      ncomms += !dup;
-    }
-  if (ncomms <= 1) {
-    if (g.n) {
-      int n;
-      struct hetccl_comm *c = g.ents[0].comm;
-      HETCCL_CHECK(enter_recorded(c));
-      rc = gather_batch(c, 0, &n);
-      if (rc == hetcclSuccess) rc = hetccl_comm_run_batch(c, g.batch, n);
-      hetccl_comm_leave(c);
-    }
+  if (gs->n == 0) return rc;
+  /* The common group, every op on one communicator, runs in place; the
+   * test is O(n), and so is the rest for any number of communicators but
+   * the gather of each one's batch. */
+  int single = 1;
+  for (int i = 1; i < gs->n && single; i++) single = gs->comms[i] == gs->comms[0];
+  if (single) {
+    struct hetccl_comm *c = gs->comms[0];
+    HETCCL_CHECK(enter_recorded(c));
+    rc = hetccl_comm_run_batch(c, gs->ops, gs->n);
+    hetccl_comm_leave(c);
     goto fail; /* the common exit */
   }
   /* Several communicators: each batch on its communicator's worker. The
-   * workers copy their ops, so g.batch is reused for each submission. */
-  if (ncomms > g.subs_cap) {
-    struct hetccl_comm **t = realloc(g.subs, (size_t)ncomms * sizeof *t);
+   * workers copy their ops, so gs->batch is reused for each submission.
+   * There are at most as many communicators as ops. */
+  if (gs->n > gs->subs_cap) {
+    struct hetccl_comm **t = realloc(gs->subs, (size_t)gs->n * sizeof *t);
     if (!t) {
-      rc = hetccl_error(hetcclSystemError, "out of memory for a group of %d communicators", ncomms);
+      rc = hetccl_error(hetcclSystemError, "out of memory for a group of %d operations", gs->n);
       goto fail;
     }
-    g.subs = t;
-    g.subs_cap = ncomms;
+    gs->subs = t;
+    gs->subs_cap = gs->n;
   }
   int nsub = 0;
-  for (int i = 0; i < g.n; i++) {
-    struct hetccl_comm *c = g.ents[i].comm;
+  for (int i = 0; i < gs->n; i++) {
+    struct hetccl_comm *c = gs->comms[i];
     if (!c) continue;
-    int n;
-    hetcclResult_t r = gather_batch(c, i, &n);
+    int n = 0;
+    hetcclResult_t r = gather_batch(gs, c, i, &n);
     if (r != hetcclSuccess || (r = enter_recorded(c)) != hetcclSuccess) {
       if (rc == hetcclSuccess) rc = r;
       continue;
     }
-    r = hetccl_worker_submit(c, g.batch, n);
+    r = hetccl_worker_submit(c, gs->batch, n);
     if (r != hetcclSuccess) {
       hetccl_comm_leave(c);
       if (rc == hetcclSuccess) rc = r;
       continue;
     }
-    g.subs[nsub++] = c;
+    gs->subs[nsub++] = c;
   }
   for (int i = 0; i < nsub; i++) {
-    hetcclResult_t r = hetccl_worker_wait(g.subs[i]);
-    hetccl_comm_leave(g.subs[i]);
+    hetcclResult_t r = hetccl_worker_wait(gs->subs[i]);
+    hetccl_comm_leave(gs->subs[i]);
     if (r != hetcclSuccess && rc == hetcclSuccess) rc = r;
   }
 fail:
-  g.n = 0;
+  gs->n = 0;
   return rc;
 }
 
 hetcclResult_t hetccl_group_end(void) {
-  if (g.depth == 0) return hetccl_error(hetcclInvalidUsage, "hetcclGroupEnd called without a matching hetcclGroupStart");
-  if (--g.depth > 0) return hetcclSuccess;
-  if (g.error != hetcclSuccess) {
+  struct group_state *gs = &g;
+  if (gs->depth == 0)
+    return hetccl_error(hetcclInvalidUsage, "hetcclGroupEnd called without a matching hetcclGroupStart");
+  if (--gs->depth > 0) return hetcclSuccess;
+  if (gs->error != hetcclSuccess) {
     /* As NCCL: a call that failed inside the group fails the whole group;
      * nothing recorded in it runs. Deferred inits still run, since their
      * communicators were handed out. */
-    hetcclResult_t err = g.error;
-    g.error = hetcclSuccess;
-    g.n = 0;
-    run_deferred_inits();
+    hetcclResult_t err = gs->error;
+    gs->error = hetcclSuccess;
+    gs->n = 0;
+    run_deferred_inits(gs);
     return hetccl_error(err, "hetcclGroupEnd: the group was abandoned because a call inside it failed: %s", hetccl_last_error());
   }
-  hetcclResult_t rc = run_deferred_inits();
-  hetcclResult_t r = run_ops();
+  hetcclResult_t rc = run_deferred_inits(gs);
+  hetcclResult_t r = run_ops(gs);
   if (rc == hetcclSuccess) rc = r;
   return rc;
 }
