@@ -13,6 +13,7 @@
 #                         over CUDA (tests/abi/stand_in_hip_cuda.c; RCCL is
 #                         NCCL under the stand-in; the marker image when no
 #                         AMD code objects were carried)
+# QUICK=1 runs each with --quick (a subset, under a minute each).
 # Output: $OUT (or build-gpu/validate) <layout>.txt and <layout>.json; the
 # tables on stdout. Exit status: the number of layouts that failed.
 set -u
@@ -36,6 +37,7 @@ validate() { # name [VAR=VALUE...] -- args...
   shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   shift
+  [ "${QUICK:-0}" = 1 ] && set -- --quick "$@"
   echo "### ${vars[*]} hetccl-validate $* --json $LOGS/$name.json"
   env "${vars[@]}" timeout -k 5 560 "$bin" "$@" -T 550 --json "$LOGS/$name.json" >"$LOGS/$name.txt" 2>&1
   local rc=$?
