@@ -27,7 +27,13 @@ struct hetccl_vendor_init {
   int rank;                /* rank within the domain */
   int nranks;              /* ranks in the domain */
   int device;              /* device ordinal (-1: host) */
-  hetccl_link **links;     /* built-in engine: a link to each domain rank, NULL at `rank` */
+  /* Built-in engine: the communicator's links by global rank (NULL: not
+   * made yet), each domain rank's global rank, and how to make missing
+   * ones (both ends of a pair ask in the same step of the same call). */
+  hetccl_link *const *links;
+  const int *members;      /* [nranks]; NULL: domain rank r is links[r] */
+  hetccl_link_connect_fn connect;
+  void *connect_ctx;
   int64_t timeout_ms;
   size_t chunk_bytes;
   size_t small_bytes;

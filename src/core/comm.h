@@ -52,6 +52,12 @@ struct hetccl_user_redop {
 
 struct hetccl_comm_worker; /* core/worker.c */
 
+/* One link a call needs that does not exist yet, and its transport. */
+struct hetccl_link_todo {
+  int peer;
+  int transport;
+};
+
 struct hetccl_comm {
   int rank;
   int nranks;
@@ -77,8 +83,11 @@ struct hetccl_comm {
   void **component_values;          /* [slot]: this communicator's values of each component's settings */
   hetccl_net_ctx net;
   unsigned char *net_ready;         /* [ntransports]: set up for this communicator */
-  hetccl_link **links;              /* [nranks], NULL for self and for pairs not linked */
-  unsigned char *window_peers;      /* [nranks]: 1 where the link carries a device window */
+  hetccl_link **links;              /* [nranks], NULL for self and for pairs not linked (yet) */
+  int nlinks;                       /* links made so far */
+  long link_fds;                    /* file descriptors they hold */
+  struct hetccl_link_todo *link_todo; /* a call's links to make (core/links.c), grown once, reused */
+  int link_todo_cap;
 
   /* Domains: ranks grouped by (device kind, label), numbered by first rank. */
   int ndomains;
@@ -88,7 +97,6 @@ struct hetccl_comm {
   int domain_rank;                  /* this rank's index within its domain */
   int domain_size;
   int *domain_members;              /* [domain_size]: global ranks of this domain, ascending */
-  hetccl_link **domain_links;       /* [domain_size]: links by domain rank (the vendor keeps this pointer) */
 
   int ccl_id;                       /* the domain's collective library (ccl registry id) */
   const struct hetccl_vendor_ops *vendor;

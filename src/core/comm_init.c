@@ -99,8 +99,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
   HETCCL_CHECK(not_aborted(c));
   hetccl_links_configure(c);
   HETCCL_CHECK(hetccl_domains_build(c));
-  HETCCL_CHECK(hetccl_links_connect(c));
-  HETCCL_CHECK(not_aborted(c));
+  HETCCL_CHECK(hetccl_links_prepare(c)); /* links are made at a pair's first use */
   HETCCL_CHECK(hetccl_domains_init_vendor(c));
   c->topo = (struct hetccl_topology){
       .rank = c->rank,
@@ -114,6 +113,8 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .domain_size = c->domain_size,
       .domain_members = c->domain_members,
       .links = c->links,
+      .connect = hetccl_comm_connect,
+      .connect_ctx = c,
       .vendor = c->vendor,
       .vcomm = c->vcomm,
       .timeout_ms = c->net.timeout_ms,

@@ -6,6 +6,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "core/components.h"
+#include "core/links.h"
 
 static int same_domain(const struct hetccl_rank_info *a, const struct hetccl_rank_info *b) {
   return a->device_kind == b->device_kind && strncmp(a->domain, b->domain, HETCCL_DOMAIN_LABEL_BYTES) == 0;
@@ -77,21 +78,20 @@ static hetcclResult_t domain_bcast(void *ctx, void *buf, size_t bytes) {
 
 hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
   hetcclResult_t rc = hetcclSuccess;
-  hetccl_link **dlinks;
   const struct hetccl_ccl_desc *lib = hetccl_ccl_desc_get(c->ccl_id);
   if (!lib) {
     const struct hetccl_device_desc *kind = hetccl_device_desc_get(c->device_kind);
     return hetccl_error(hetcclInvalidUsage, "no vendor library for device kind %s", kind ? kind->name : "?");
   }
   c->vendor = lib->ops;
-  dlinks = c->domain_links = calloc((size_t)c->domain_size, sizeof *dlinks);
-  if (!dlinks) return hetccl_error(hetcclSystemError, "out of memory for domain links");
-  for (int i = 0; i < c->domain_size; i++) dlinks[i] = c->links[c->domain_members[i]];
   struct hetccl_vendor_init args = {
       .rank = c->domain_rank,
       .nranks = c->domain_size,
       .device = c->device,
-      .links = dlinks,
+      .links = c->links,
+      .members = c->domain_members,
+      .connect = hetccl_comm_connect,
+      .connect_ctx = c,
       .timeout_ms = c->net.timeout_ms,
       .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
       .small_bytes = (size_t)c->infos[0].small_bytes,
@@ -110,7 +110,5 @@ void hetccl_domains_free(struct hetccl_comm *c) {
   free(c->host_rank);
   c->host_rank = NULL;
   free(c->domain_members);
-  free(c->domain_links);
   c->domain_of = c->domain_members = NULL;
-  c->domain_links = NULL;
 }

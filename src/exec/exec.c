@@ -140,9 +140,37 @@ static hetcclResult_t host_exchange(struct hetccl_exec *ex, const char *what) {
   return hetccl_xfer_wait(&ex->xfers, ex->timeout_ms, &ph->pieces, what);
 }
 
+/* Links are made at a pair's first use: the phase's peers without one are
+ * asked for together before any transfer starts (both ends of a pair have
+ * it in the same phase, so both ask in this step). */
+static hetcclResult_t phase_links(struct hetccl_exec *ex) {
+  struct hetccl_phase *ph = &ex->phase;
+  int n = 0;
+  for (int i = 0; i < ph->n; i++) {
+    if (ph->x[i].link) continue;
+    HETCCL_TRY(hetccl_array_room((void **)&ex->missing, &ex->missing_cap, n, sizeof *ex->missing, 16, "a link phase"));
+    ex->missing[n++] = ph->x[i].peer;
+  }
+  if (n == 0) return hetcclSuccess;
+  if (!ex->connect)
+    return hetccl_error(hetcclInternalError, "a link phase to rank %d, which has no link and no way to make one",
+                        ex->missing[0]);
+  HETCCL_TRY(ex->connect(ex->connect_ctx, ex->missing, n));
+  for (int i = 0; i < ph->n; i++) {
+    if (!ph->x[i].link) ph->x[i].link = ex->links[ph->x[i].peer];
+    if (!ph->x[i].link) return hetccl_error(hetcclInternalError, "no link to rank %d after connecting", ph->x[i].peer);
+  }
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what) {
   hetcclResult_t rc;
   if (ex->phase.n == 0) return hetcclSuccess;
+  rc = phase_links(ex);
+  if (rc != hetcclSuccess) {
+    ex->phase.n = 0;
+    return rc;
+  }
   HETCCL_TRACE_BEGIN(HETCCL_TK_LINK, what, -1, 0);
   if (ex->dexec) rc = hetccl_dexec_exchange(ex->dexec, &ex->phase, ex->stream);
   else rc = host_exchange(ex, what);
@@ -174,6 +202,7 @@ void hetccl_exec_free(struct hetccl_exec *ex, int abort) {
   hetccl_dexec_destroy(ex->dexec, abort);
   ex->dexec = NULL;
   hetccl_phase_free(&ex->phase);
+  free(ex->missing);
   for (int i = 0; i < HETCCL_EXEC_SCRATCH_SLOTS; i++) free(ex->scratch[i].ptr);
   hetccl_xfer_free(&ex->xfers);
   hetccl_hwin_set_close(&ex->hwins);

@@ -80,7 +80,11 @@ struct hetccl_exec {
   hetcclStream_t stream;              /* the stream of the operation being planned */
   struct hetccl_call_sig sig;         /* the call being planned: its link phases' messages carry it */
   int64_t timeout_ms;                 /* host link phases: bound on a wait with no progress */
-  hetccl_link *const *links;          /* [nranks] by global rank: where a transfer's peer is reached */
+  hetccl_link *const *links;          /* [nranks] by global rank: where a transfer's peer is reached (NULL: not linked yet) */
+  hetccl_link_connect_fn connect;     /* makes a phase's missing links before it runs (core's) */
+  void *connect_ctx;
+  int *missing;                       /* a phase's peers with no link yet, grown once */
+  int missing_cap;
 };
 
 /* Host memory scratch of at least `bytes`, grown once and reused. */

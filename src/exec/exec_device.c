@@ -1,5 +1,6 @@
 #include "exec/exec_device.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include "exec/window.h"
 #include "topo/place.h"
 #include "transport/link_devmem.h"
+#include "transport/shm_window.h"
 #include "transport/transport.h"
 #include "util/array.h"
 #include "util/error.h"
@@ -62,8 +64,13 @@ struct hetccl_dexec {
   void *done_event;        /* recorded after the last phase's stream work */
   hetcclStream_t last_stream;
   int used;
-  /* Device windows, by peer rank (NULL when no link has one). */
-  struct hetccl_dwin *win;
+  /* Device windows, opened at their link's first use (only links to ranks
+   * of this host have one): the progress engine's watch reads the list, so
+   * it changes under win_lock. */
+  struct hetccl_dwin **win;
+  int nwin, win_cap;
+  pthread_mutex_t win_lock;
+  int win_ready;               /* the send stream and events below exist */
   int nranks;
   hetcclStream_t send_stream;  /* window sends: forked from and joined into the operation's stream */
   void *fork_event, *join_event;
@@ -72,7 +79,7 @@ struct hetccl_dexec {
    * mapped), its blocks' progress words (device memory, zeroed on the
    * stream before the first launch) and the launch count. */
   int wx_on, wx_zeroed;
-  unsigned char *host_peer;    /* [nranks] 1: that peer's window end is its CPU (hetccl_dexec_host_peers) */
+  const unsigned char *host_peer; /* [nranks] 1: that peer's window end is its CPU (hetccl_dexec_host_peers; the caller's) */
   struct hetccl_wx_desc wx;
   void *wx_abort_host, *wx_abort_dev;
   void *wx_prog;
@@ -82,8 +89,7 @@ struct hetccl_dexec {
 const struct hetccl_device_ops *hetccl_dexec_dev(const struct hetccl_dexec *d) { return d->dev; }
 
 void hetccl_dexec_host_peers(struct hetccl_dexec *d, const unsigned char *host_rank) {
-  if (!d || d->host_peer || !(d->host_peer = malloc((size_t)d->nranks))) return;
-  memcpy(d->host_peer, host_rank, (size_t)d->nranks);
+  if (d) d->host_peer = host_rank;
 }
 
 /* HETCCL_WINDOW_KERNEL=auto takes the kernel for a phase whose window
@@ -179,9 +185,15 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
 
 /* After an abort or a lost window peer: the window kernel's spins see the
  * abort word, and every counter wait this rank enqueued is released. */
-static void release_windows(struct hetccl_dexec *d) {
+static void release_windows_locked(struct hetccl_dexec *d) {
   if (d->wx_abort_host) __atomic_store_n((uint32_t *)d->wx_abort_host, 1u, __ATOMIC_RELEASE);
-  for (int q = 0; d->win && q < d->nranks; q++) hetccl_dwin_release(&d->win[q]);
+  for (int q = 0; q < d->nwin; q++) hetccl_dwin_release(d->win[q]);
+}
+
+static void release_windows(struct hetccl_dexec *d) {
+  pthread_mutex_lock(&d->win_lock);
+  release_windows_locked(d);
+  pthread_mutex_unlock(&d->win_lock);
 }
 
 /* The engine's watch: a window peer that left while this rank's streams
@@ -190,31 +202,18 @@ static void release_windows(struct hetccl_dexec *d) {
 #define WINDOW_WATCH_MS 100
 static hetcclResult_t watch_windows(void *arg) {
   struct hetccl_dexec *d = arg;
-  for (int r = 0; r < d->nranks; r++) {
-    hetcclResult_t rc = hetccl_dwin_watch(&d->win[r]);
-    if (rc == hetcclSuccess) continue;
-    release_windows(d);
-    return rc;
-  }
-  return hetcclSuccess;
+  hetcclResult_t rc = hetcclSuccess;
+  pthread_mutex_lock(&d->win_lock);
+  for (int r = 0; r < d->nwin && rc == hetcclSuccess; r++) rc = hetccl_dwin_watch(d->win[r]);
+  if (rc != hetcclSuccess) release_windows_locked(d);
+  pthread_mutex_unlock(&d->win_lock);
+  return rc;
 }
 
-/* Prepares every link's device window (mapped at first use); the send stream,
- * its events and the engine's watch exist only when some link has one. */
-static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
-  d->win = calloc((size_t)nranks, sizeof *d->win);
-  if (!d->win) return hetccl_error(hetcclSystemError, "out of memory for device windows");
-  d->nranks = nranks;
-  int any = 0;
-  for (int r = 0; r < nranks; r++) {
-    HETCCL_TRY(hetccl_dwin_open(d->dev, d->device, links ? links[r] : NULL, &d->win[r]));
-    any |= d->win[r].present;
-  }
-  if (!any) {
-    free(d->win);
-    d->win = NULL;
-    return hetcclSuccess;
-  }
+/* The send stream, its events and the window kernel's words: made with
+ * the first window. */
+static hetcclResult_t windows_ready(struct hetccl_dexec *d) {
+  if (d->win_ready) return hetcclSuccess;
   HETCCL_TRY(d->dev->stream_create(d->device, &d->send_stream));
   HETCCL_TRY(d->dev->event_create(d->device, &d->fork_event));
   HETCCL_TRY(d->dev->event_create(d->device, &d->join_event));
@@ -228,13 +227,41 @@ static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *l
     HETCCL_INFO("HETCCL_WINDOW_KERNEL=1: the %s device kind has no window kernel; device windows use stream waits",
                 d->dev->name);
   }
-  hetccl_progress_watch(d->engine, watch_windows, d, WINDOW_WATCH_MS);
+  d->win_ready = 1;
   return hetcclSuccess;
 }
 
 static struct hetccl_dwin *window_of(struct hetccl_dexec *d, const hetccl_link *l) {
-  if (!d->win || !l || l->peer < 0 || l->peer >= d->nranks) return NULL;
-  return d->win[l->peer].present ? &d->win[l->peer] : NULL;
+  if (!l) return NULL;
+  for (int i = 0; i < d->nwin; i++)
+    if (d->win[i]->link == l) return d->win[i];
+  return NULL;
+}
+
+/* The link's device window, prepared at its first use (mapped at its first
+ * transfer: window.h); nothing when the link has none. */
+static hetcclResult_t window_add(struct hetccl_dexec *d, hetccl_link *l) {
+  if (!l || window_of(d, l) || !hetccl_shm_window_ops_of(l)) return hetcclSuccess;
+  struct hetccl_dwin *w = calloc(1, sizeof *w);
+  if (!w) return hetccl_error(hetcclSystemError, "out of memory for a device window");
+  hetcclResult_t rc = hetccl_dwin_open(d->dev, d->device, l, w);
+  if (rc == hetcclSuccess && w->present) rc = windows_ready(d);
+  if (rc != hetcclSuccess || !w->present) {
+    free(w);
+    return rc;
+  }
+  pthread_mutex_lock(&d->win_lock);
+  rc = hetccl_array_room((void **)&d->win, &d->win_cap, d->nwin, sizeof *d->win, 8, "device windows");
+  if (rc == hetcclSuccess) d->win[d->nwin++] = w;
+  pthread_mutex_unlock(&d->win_lock);
+  if (rc != hetcclSuccess) free(w);
+  return rc;
+}
+
+static hetcclResult_t open_windows(struct hetccl_dexec *d, hetccl_link *const *links, int nranks) {
+  d->nranks = nranks;
+  for (int r = 0; links && r < nranks; r++) HETCCL_TRY(window_add(d, links[r]));
+  return hetcclSuccess;
 }
 
 /* The NUMA node of `device` from the node's topology (the same place
@@ -255,6 +282,7 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   HETCCL_TRY(dev->load_kernels(device));
   struct hetccl_dexec *d = calloc(1, sizeof *d);
   if (!d) return hetccl_error(hetcclSystemError, "out of memory for the device executor");
+  pthread_mutex_init(&d->win_lock, NULL);
   d->dev = dev;
   d->device = device;
   d->numa_os = -1;
@@ -267,6 +295,8 @@ hetcclResult_t hetccl_dexec_create(const struct hetccl_device_ops *dev, int devi
   }
   rc = hetccl_progress_create(dev, device, timeout_ms, error_out, &d->engine);
   if (rc != hetcclSuccess) goto fail;
+  /* Before any job (progress.h): windows come with their links' first use. */
+  hetccl_progress_watch(d->engine, watch_windows, d, WINDOW_WATCH_MS);
   d->numa_os = device_numa(dev, device);
   hetccl_progress_bind_numa(d->engine, d->numa_os);
   rc = open_windows(d, links, nranks);
@@ -584,6 +614,7 @@ static hetcclResult_t engine_recvs(struct hetccl_dexec *d, const struct hetccl_p
  * event. */
 hetcclResult_t hetccl_dexec_exchange(struct hetccl_dexec *d, const struct hetccl_phase *ph, hetcclStream_t stream) {
   const struct hetccl_device_ops *D = d->dev;
+  for (int i = 0; i < ph->n; i++) HETCCL_TRY(window_add(d, ph->x[i].link));
   reap(d);
   HETCCL_TRY(follow_last(d, stream));
   int forked = 0, kernel;
@@ -652,7 +683,7 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
     dbuf_free(d, &d->dsend);
     dbuf_free(d, &d->drecv);
     reap(d);
-    for (int r = 0; d->win && r < d->nranks; r++) hetccl_dwin_close(&d->win[r]);
+    for (int r = 0; r < d->nwin; r++) hetccl_dwin_close(d->win[r]);
     if (d->wx_prog) d->dev->mem_free(d->device, d->wx_prog);
     if (d->wx_abort_host) d->dev->host_free(d->wx_abort_host);
   }
@@ -663,8 +694,9 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
   if (d->fork_event) d->dev->event_destroy(d->fork_event);
   if (d->join_event) d->dev->event_destroy(d->join_event);
   if (d->done_event) d->dev->event_destroy(d->done_event);
-  free(d->host_peer);
+  for (int r = 0; r < d->nwin; r++) free(d->win[r]);
   free(d->win);
+  pthread_mutex_destroy(&d->win_lock);
   free(d->ret);
   free(d->direct_logged);
   free(d);

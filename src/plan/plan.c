@@ -30,6 +30,8 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
   st->topo = t;
   st->ex.timeout_ms = t->timeout_ms;
   st->ex.links = t->links;
+  st->ex.connect = t->connect;
+  st->ex.connect_ctx = t->connect_ctx;
   st->ex.xfers.comm_error = t->async_error;
   st->ndomains = t->ndomains;
   st->dom_size = calloc((size_t)t->ndomains, sizeof *st->dom_size);

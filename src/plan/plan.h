@@ -26,7 +26,9 @@ struct hetccl_topology {
   int domain_rank;
   int domain_size;
   const int *domain_members;     /* [domain_size] global ranks */
-  hetccl_link *const *links;     /* [nranks] */
+  hetccl_link *const *links;     /* [nranks], filled at a pair's first use */
+  hetccl_link_connect_fn connect; /* makes the missing links a step needs */
+  void *connect_ctx;
   const struct hetccl_vendor_ops *vendor;
   hetccl_vcomm *vcomm;
   int64_t timeout_ms;

@@ -439,6 +439,11 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     if (rc == hetcclSuccess) rc = hetccl_ofi_progress(st);
     if (rc == hetcclSuccess && l->error) rc = hetccl_error(l->error, "%s", l->error_text);
     if (rc != hetcclSuccess || (l->hello_sent && (ctx->rank < peer || l->hello_ok))) break;
+    if (ctx->cancel && atomic_load_explicit(ctx->cancel, memory_order_acquire)) {
+      rc = hetccl_error(hetcclRemoteError, "ofi: rank %d stopped waiting for rank %d's hello: the communicator was "
+                        "aborted or failed", ctx->rank, peer);
+      break;
+    }
     if (hetccl_expired(deadline)) {
       rc = hetccl_error(hetcclTimeout, "ofi: rank %d %s rank %d within %lld ms", ctx->rank,
                         l->hello_sent ? "got no hello from" : "could not send its hello to", peer,

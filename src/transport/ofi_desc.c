@@ -198,6 +198,13 @@ static void ofi_configure(hetccl_net_ctx *ctx, const void *values) {
   ctx->ofi_regcache = v->regcache;
 }
 
+/* At most one: the connection a socket-based provider (tcp) keeps per
+ * peer; hardware providers hold none, counted as one all the same. */
+static long ofi_link_fds(const hetccl_net_ctx *ctx) {
+  (void)ctx;
+  return 1;
+}
+
 const struct hetccl_transport_desc hetccl_transport_desc_ofi = {
     .name = "ofi",
     .priority = 15,
@@ -206,4 +213,5 @@ const struct hetccl_transport_desc hetccl_transport_desc_ofi = {
     .settings = &g_settings,
     .configure = ofi_configure,
     .ops = &hetccl_transport_ofi,
+    .link_fds = ofi_link_fds,
 };

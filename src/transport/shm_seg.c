@@ -146,7 +146,8 @@ uint64_t hetccl_shm_seg_bytes(size_t slot_bytes, int nslots, size_t window_bytes
 
 /* The window this side asks for on the link to `peer` (0: none). */
 static uint64_t seg_window_request(const hetccl_net_ctx *ctx, int peer) {
-  if (!ctx->shm_window_peers || !ctx->shm_window_peers[peer]) return 0;
+  int wanted = ctx->shm_window_peer ? ctx->shm_window_peer(ctx, peer) : ctx->shm_window_peers && ctx->shm_window_peers[peer];
+  if (!wanted) return 0;
   return seg_window_bytes(ctx->shm_window_bytes);
 }
 
@@ -272,6 +273,9 @@ static hetcclResult_t seg_attach(const hetccl_net_ctx *ctx, int peer, const stru
     } else if (errno != ENOENT) {
       return hetccl_error(hetcclSystemError, "shm: cannot open %s: %s", seg->name, strerror(errno));
     }
+    if (ctx->cancel && atomic_load_explicit(ctx->cancel, memory_order_acquire))
+      return hetccl_error(hetcclRemoteError, "shm: rank %d stopped waiting for rank %d to create %s: the communicator "
+                          "was aborted or failed", ctx->rank, peer, seg->name);
     if (hetccl_expired(deadline))
       return hetccl_error(hetcclTimeout, "shm: rank %d did not create %s within %lld ms", peer, seg->name,
                           (long long)ctx->timeout_ms);

@@ -231,6 +231,11 @@ static hetcclResult_t accept_streams(hetccl_net_ctx *ctx, struct socket_state *s
   for (;;) {
     HETCCL_CHECK(pump_listener(ctx, st, peer, fds, &have));
     if (have == n) break;
+    if (ctx->cancel && atomic_load_explicit(ctx->cancel, memory_order_acquire)) {
+      rc = hetccl_error(hetcclRemoteError, "socket: rank %d stopped waiting for rank %d's streams: the communicator "
+                        "was aborted or failed", ctx->rank, peer);
+      goto fail;
+    }
     uint64_t now = hetccl_now_ns();
     if (now >= deadline) {
       rc = hetccl_error(hetcclTimeout, "socket: rank %d got %d of %d streams from rank %d within %lld ms", ctx->rank,

@@ -36,6 +36,9 @@ static void socket_configure(hetccl_net_ctx *ctx, const void *values) {
   ctx->socket_nstreams = v->nstreams;
 }
 
+/* One TCP connection per stream. */
+static long socket_link_fds(const hetccl_net_ctx *ctx) { return ctx->socket_nstreams; }
+
 const struct hetccl_transport_desc hetccl_transport_desc_socket = {
     .name = "socket",
     .priority = 10,
@@ -44,4 +47,5 @@ const struct hetccl_transport_desc hetccl_transport_desc_socket = {
     .settings = &g_settings,
     .configure = socket_configure,
     .ops = &hetccl_transport_socket,
+    .link_fds = socket_link_fds,
 };

@@ -13,7 +13,10 @@
  * connect() for the other with the peer's published address; neither call
  * requires the other to be inside connect() at the same moment (the lower rank
  * initiates, the higher accepts; shm: the lower rank creates the segment),
- * and every wait is bounded by the context's timeout.
+ * the initiating side never waits for its peer, and every wait is bounded
+ * by the context's timeout and ends when ctx->cancel is set. Core connects
+ * a call's missing pairs initiating ends first, so the accepting ends only
+ * wait for work every rank has already started (core/links.c).
  *
  * What only some transports offer (shm's device windows) is not in the ops
  * table: a link hands it out by name (hetccl_link_extension). Memory that
@@ -23,6 +26,7 @@
 #ifndef HETCCL_TRANSPORT_H
 #define HETCCL_TRANSPORT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +54,7 @@ enum hetccl_transport_id {
 typedef void (*hetccl_consume_fn)(void *arg, size_t offset, const void *src, size_t bytes);
 
 /* What one communicator gives its transports. */
+struct hetccl_net_ctx;
 typedef struct hetccl_net_ctx {
   int rank;
   int nranks;
@@ -65,7 +70,15 @@ typedef struct hetccl_net_ctx {
    * no link does). */
   size_t shm_window_bytes;
   size_t shm_window_max;                   /* largest lane a window may grow by (>= shm_window_bytes) */
-  const unsigned char *shm_window_peers;   /* [nranks] */
+  const unsigned char *shm_window_peers;   /* [nranks] (programs without a communicator) */
+  /* A communicator's answer to the same question, from its rank table
+   * (preferred over shm_window_peers when set): links are made at first
+   * use, so no per-rank array is kept. */
+  int (*shm_window_peer)(const struct hetccl_net_ctx *ctx, int peer);
+  void *owner;                             /* the communicator (its callbacks' argument) */
+  /* Nonzero once the communicator failed or was aborted: a connect that
+   * waits for its peer gives up (NULL: never). */
+  const atomic_int *cancel;
   /* ofi (libfabric; ofi_desc.c's settings) */
   const char *ofi_provider;                 /* HETCCL_OFI_PROVIDER ("": choose) */
   const char *ofi_library;                  /* HETCCL_OFI_LIBRARY ("": libfabric.so.1) */
@@ -80,6 +93,11 @@ typedef struct hetccl_net_ctx {
 } hetccl_net_ctx;
 
 typedef struct hetccl_link hetccl_link;
+
+/* Makes the links to global ranks peers[0..n) that do not exist yet
+ * (core's, handed to the executors and the built-in engine): both ends of
+ * a pair ask in the same step of the same call. */
+typedef hetcclResult_t (*hetccl_link_connect_fn)(void *ctx, const int *peers, int n);
 
 /*
  * A registered memory range (hetccl_mem_register): host or device memory,

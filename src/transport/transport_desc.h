@@ -39,6 +39,9 @@ struct hetccl_transport_desc {
    * where its ops read them. NULL: the ops read nothing from the context. */
   void (*configure)(hetccl_net_ctx *ctx, const void *values);
   const struct hetccl_transport_ops *ops;
+  /* File descriptors one link holds with these settings (core weighs a
+   * call's new links against RLIMIT_NOFILE). NULL: none. */
+  long (*link_fds)(const hetccl_net_ctx *ctx);
 };
 
 extern const struct hetccl_transport_desc hetccl_transport_desc_shm;

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/fdlimit.h"
 #include "util/log.h"
 #include "util/sock.h"
 #include "util/time.h"
@@ -78,10 +78,10 @@ static int grow(struct hetccl_acceptor *a) {
 /* The bound on hellos in flight: the rules', within half the descriptors
  * this process may open (the rest are the application's and the links'). */
 static int pending_bound(const struct hetccl_hello_rules *r) {
-  struct rlimit rl;
-  long bound = r->max_pending > 0 ? r->max_pending : INT_MAX;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    long half = rl.rlim_cur / 2 < 16 ? 16 : (long)(rl.rlim_cur / 2);
+  long bound = r->max_pending > 0 ? r->max_pending : INT_MAX, soft, hard;
+  hetccl_fd_limits(&soft, &hard);
+  if (soft >= 0) {
+    long half = soft / 2 < 16 ? 16 : soft / 2;
     if (half < bound) bound = half;
   }
   return (int)bound;

@@ -35,7 +35,7 @@ hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **
 
 static void builtin_destroy(hetccl_vcomm *vc) {
   if (!vc) return;
-  free(vc->links);
+  free(vc->missing);
   free(vc->chans);
   free(vc->scratch);
   free(vc->p2p_order);
@@ -52,10 +52,6 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
     return hetccl_error(hetcclInternalError, "builtin engine: bad init (rank %d of %d, links %p)", args->rank, n,
                         (void *)args->links);
   }
-  for (int r = 0; r < n; r++) {
-    if (r != args->rank && !args->links[r])
-      return hetccl_error(hetcclInternalError, "builtin engine: rank %d has no link to domain rank %d", args->rank, r);
-  }
   struct hetccl_vcomm *vc = calloc(1, sizeof *vc);
   if (!vc) return hetccl_error(hetcclSystemError, "builtin engine: out of memory");
   vc->rank = args->rank;
@@ -64,16 +60,18 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
   vc->comm_error = args->comm_error;
   vc->chunk_bytes = args->chunk_bytes ? args->chunk_bytes : (512u << 10);
   vc->small_bytes = args->small_bytes;
-  vc->links = calloc((size_t)n, sizeof *vc->links);
+  vc->links = args->links;
+  vc->members = args->members;
+  vc->connect = args->connect;
+  vc->connect_ctx = args->connect_ctx;
   /* A flow uses at most one send and one receive channel per peer; a
    * collective's flow and its batch's send/recv flow exist at once. */
   vc->chans = calloc((size_t)(4 * n), sizeof *vc->chans);
   vc->p2p_start = calloc((size_t)(2 * n + 1), sizeof *vc->p2p_start);
-  if (!vc->links || !vc->chans || !vc->p2p_start) {
+  if (!vc->chans || !vc->p2p_start) {
     rc = hetccl_error(hetcclSystemError, "builtin engine: out of memory");
     goto fail;
   }
-  for (int r = 0; r < n; r++) vc->links[r] = r == args->rank ? NULL : args->links[r];
   HETCCL_INFO("builtin engine: rank %d of %d, chunk %zu bytes, small below %zu bytes", vc->rank, n, vc->chunk_bytes,
               vc->small_bytes);
   *out = vc;

@@ -92,7 +92,12 @@ struct hetccl_eng_sr_ctx {
 
 struct hetccl_vcomm {
   int rank, nranks;
-  hetccl_link **links;     /* [nranks], NULL at rank (a copy of init's array) */
+  hetccl_link *const *links; /* init's: by global rank, made at first use */
+  const int *members;      /* init's: domain rank -> global rank (NULL: the same) */
+  hetccl_link_connect_fn connect;
+  void *connect_ctx;
+  int *missing;            /* a flow's peers (global) with no link yet, grown once */
+  int missing_cap;
   int64_t timeout_ms;
   atomic_int *comm_error;  /* the communicator's: ends every flow's wait (link_driver.h) */
   size_t chunk_bytes;
@@ -129,6 +134,11 @@ hetcclResult_t hetccl_eng_scratch(struct hetccl_vcomm *vc, size_t bytes, void **
 static inline void hetccl_eng_item_dep(struct hetccl_eng_item *it, int chan, uint64_t done) {
   it->dep_chan = chan;
   it->dep_done = done;
+}
+
+/* The link to domain rank `peer` (NULL: not made yet). */
+static inline hetccl_link *hetccl_eng_link(const struct hetccl_vcomm *vc, int peer) {
+  return vc->links[vc->members ? vc->members[peer] : peer];
 }
 
 static inline int hetccl_eng_mod(int a, int n) { return ((a % n) + n) % n; }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/reduce.h"
+#include "util/array.h"
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
 
@@ -34,7 +35,7 @@ int hetccl_eng_chan_add(struct hetccl_eng_flow *f, int peer, int send, uint64_t 
   /* Each flow's channel array holds two per rank: a send and a receive per peer at most. */
   int idx = f->nchans++;
   struct hetccl_eng_chan *ch = &f->chans[idx];
-  ch->link = f->vc->links[peer];
+  ch->link = hetccl_eng_link(f->vc, peer); /* NULL until the flow starts: links are made at first use */
   ch->peer = peer;
   ch->send = send;
   ch->tag = tag;
@@ -119,9 +120,37 @@ static hetcclResult_t flow_step(struct hetccl_link_driver *d, struct hetccl_eng_
   return hetcclSuccess;
 }
 
+/* The flow's channels with items and no link yet: their peers' links are
+ * made together before anything is posted (every algorithm's channels are
+ * symmetric: the peer has the matching channel in the same flow). */
+static hetcclResult_t flow_links(struct hetccl_eng_flow *f) {
+  struct hetccl_vcomm *vc = f->vc;
+  int n = 0;
+  for (int c = 0; c < f->nchans; c++) {
+    struct hetccl_eng_chan *ch = &f->chans[c];
+    if (ch->link || ch->nitems == 0) continue;
+    HETCCL_TRY(hetccl_array_room((void **)&vc->missing, &vc->missing_cap, n, sizeof *vc->missing, 16, "a flow's links"));
+    vc->missing[n++] = vc->members ? vc->members[ch->peer] : ch->peer;
+  }
+  if (n == 0) return hetcclSuccess;
+  if (!vc->connect)
+    return hetccl_error(hetcclInternalError, "builtin engine: rank %d has no link to domain rank %d", vc->rank,
+                        f->chans[0].peer);
+  HETCCL_TRY(vc->connect(vc->connect_ctx, vc->missing, n));
+  for (int c = 0; c < f->nchans; c++) {
+    struct hetccl_eng_chan *ch = &f->chans[c];
+    if (ch->link || ch->nitems == 0) continue;
+    ch->link = hetccl_eng_link(vc, ch->peer);
+    if (!ch->link)
+      return hetccl_error(hetcclInternalError, "builtin engine: no link to domain rank %d after connecting", ch->peer);
+  }
+  return hetcclSuccess;
+}
+
 hetcclResult_t hetccl_eng_flow_start(struct hetccl_eng_flow *f) {
   struct hetccl_link_driver d;
   int pending = 0;
+  HETCCL_TRY(flow_links(f));
   flow_driver(f, &d);
   return flow_step(&d, f, &pending);
 }
@@ -178,6 +207,7 @@ hetcclResult_t hetccl_eng_flow_run(struct hetccl_eng_flow *f) {
   static const struct hetccl_link_wait_ops ops = {.pass = flow_pass, .stalled = flow_stalled};
   struct flow_wait w = {.f = f, .bg = f->vc->bg != f ? f->vc->bg : NULL};
   struct hetccl_link_driver d;
+  HETCCL_TRY(flow_links(f));
   flow_driver(f, &d);
   if (w.bg) flow_driver(w.bg, &w.bg_driver);
   return hetccl_link_drive(&d, &ops, &w);
