@@ -67,6 +67,7 @@ struct hetccl_scratch {
 #define HETCCL_EXEC_SCRATCH_SLOTS 8
 
 struct hetccl_dexec;
+struct hetccl_exec_record;
 
 /* One communicator's executor: what its plans run on. Plans own it (in
  * their state) and set `stream` before each operation. */
@@ -81,6 +82,7 @@ struct hetccl_exec {
   struct hetccl_call_sig sig;         /* the call being planned: its link phases' messages carry it */
   int64_t timeout_ms;                 /* host link phases: bound on a wait with no progress */
   hetccl_link *const *links;          /* [nranks] by global rank: where a transfer's peer is reached */
+  struct hetccl_exec_record *record;  /* the scale model's tally instead of data movement (exec_record.h); NULL: real */
 };
 
 /* Host memory scratch of at least `bytes`, grown once and reused. */
