@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "exec/exec_device.h"
+#include "exec/exec_record.h"
 #include "device/device.h"
 #include "device/reduce_consume.h"
 #include "util/array.h"
@@ -18,12 +19,14 @@ size_t hetccl_link_chunk(size_t bytes) {
 }
 
 hetcclResult_t hetccl_exec_scratch(struct hetccl_exec *ex, int slot, size_t bytes, void **ptr) {
+  if (ex->record) return hetccl_record_scratch(ex, slot, bytes, ptr);
   if (ex->dexec) return hetccl_dexec_scratch(ex->dexec, slot, bytes, ex->stream, ptr);
   return hetccl_scratch_get(&ex->scratch[slot], bytes, ptr);
 }
 
 hetcclResult_t hetccl_exec_copy(struct hetccl_exec *ex, void *dst, const void *src, size_t bytes) {
   if (bytes == 0 || dst == src) return hetcclSuccess;
+  if (ex->record) return ex->record->t.copies++, hetcclSuccess;
   if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->copy_async(dst, src, bytes, ex->stream);
   HETCCL_TRACE_BEGIN(HETCCL_TK_COPY, "copy", -1, bytes);
   memmove(dst, src, bytes);
@@ -33,6 +36,7 @@ hetcclResult_t hetccl_exec_copy(struct hetccl_exec *ex, void *dst, const void *s
 
 hetcclResult_t hetccl_exec_zero(struct hetccl_exec *ex, void *dst, size_t bytes) {
   if (bytes == 0) return hetcclSuccess;
+  if (ex->record) return ex->record->t.copies++, hetcclSuccess;
   if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->zero_async(dst, bytes, ex->stream);
   memset(dst, 0, bytes);
   return hetcclSuccess;
@@ -41,6 +45,7 @@ hetcclResult_t hetccl_exec_zero(struct hetccl_exec *ex, void *dst, size_t bytes)
 hetcclResult_t hetccl_exec_reduce(struct hetccl_exec *ex, void *dst, const void *a, const void *b, size_t count,
                                   hetcclDataType_t dt, const hetccl_redop *op) {
   if (count == 0) return hetcclSuccess;
+  if (ex->record) return ex->record->t.reduces++, hetcclSuccess;
   hetccl_redop plain = *op;
   plain.premul = 0;
   plain.postdiv = 0;
@@ -54,6 +59,7 @@ hetcclResult_t hetccl_exec_reduce(struct hetccl_exec *ex, void *dst, const void 
 hetcclResult_t hetccl_exec_finish(struct hetccl_exec *ex, void *buf, size_t count, hetcclDataType_t dt,
                                   const hetccl_redop *op) {
   if (count == 0 || !op->postdiv) return hetcclSuccess;
+  if (ex->record) return ex->record->t.reduces++, hetcclSuccess;
   if (ex->dexec) return hetccl_dexec_dev(ex->dexec)->reduce(buf, buf, NULL, count, dt, op, HETCCL_REDUCE_FINISH, ex->stream);
   hetccl_host_finish(buf, count, dt, op);
   return hetcclSuccess;
@@ -166,6 +172,7 @@ static hetcclResult_t phase_links(struct hetccl_exec *ex) {
 hetcclResult_t hetccl_exec_exchange(struct hetccl_exec *ex, const char *what) {
   hetcclResult_t rc;
   if (ex->phase.n == 0) return hetcclSuccess;
+  if (ex->record) return hetccl_record_exchange(ex);
   rc = phase_links(ex);
   if (rc != hetcclSuccess) {
     ex->phase.n = 0;

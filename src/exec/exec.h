@@ -67,6 +67,7 @@ struct hetccl_scratch {
 #define HETCCL_EXEC_SCRATCH_SLOTS 8
 
 struct hetccl_dexec;
+struct hetccl_exec_record;
 
 /* One communicator's executor: what its plans run on. Plans own it (in
  * their state) and set `stream` before each operation. */
@@ -85,6 +86,7 @@ struct hetccl_exec {
   void *connect_ctx;
   int *missing;                       /* a phase's peers with no link yet, grown once */
   int missing_cap;
+  struct hetccl_exec_record *record;  /* the scale model's tally instead of data movement (exec_record.h); NULL: real */
 };
 
 /* Host memory scratch of at least `bytes`, grown once and reused. */
