@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The cost of call signatures (HETCCL_CHECK_CALLS=1 against 0), host ranks:
-# AllReduce of floats, out-of-place time per call from hetccl-perf, for a
+# AllReduce of floats (--coll: another collective; a rooted one also pays
+# for its root agreement, which runs only with the checks on), out-of-place time per call from hetccl-perf, for a
 # small size (latency) and a large one (bandwidth), in one domain (built-in
 # engine) and in two domains (--domains 1,1: the cross-domain plan over a
 # link). The two settings alternate, `reps` times each, in one run, so load
 # that drifts hits both alike; prints every run and the median per case.
 #
 # usage: bash scripts/bench-callsig.sh [--build DIR] [--reps 5] [--np 2] [--transport shm]
-#        [--small 8] [--large 64M]
+#        [--small 8] [--large 64M] [--coll allreduce]
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,7 @@ np=2
 transport=shm
 small=8
 large=64M
+coll=allreduce
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -25,7 +27,8 @@ while [ $# -gt 0 ]; do
     --transport) transport="$2"; shift 2 ;;
     --small) small="$2"; shift 2 ;;
     --large) large="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --coll) coll="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "bench-callsig.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +41,7 @@ declare -A runs
 one() {
   local check=$1 size=$2 iters=$3 warm=$4; shift 4
   HETCCL_CHECK_CALLS=$check HETCCL_TRANSPORT=$transport \
-    "$perf" allreduce -N "$np" -b "$size" -e "$size" -n "$iters" -w "$warm" -c 0 "$@" |
+    "$perf" "$coll" -N "$np" -b "$size" -e "$size" -n "$iters" -w "$warm" -c 0 "$@" |
     awk '!/^#/ && NF >= 6 { print $6; exit }'
 }
 

@@ -1,10 +1,12 @@
 /* Collective and point-to-point entry points: validate, resolve the op,
  * then hand one operation to core (now, or at the group's end). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/check.h"
 #include "core/group.h"
+#include "util/checked_size.h"
 #include "util/error.h"
 
 /* Checks shared by every data-moving call; `per_rank` counts are multiplied
@@ -105,14 +107,16 @@ static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, 
   return hetccl_enqueue(comm, &o);
 }
 
-/* Every per-rank extent (displacement + count) must fit in size_t bytes. */
+/* Every per-rank extent (displacement + count) must be at most PTRDIFF_MAX bytes. */
 static hetcclResult_t check_v(const char *fn, const char *what, const size_t *counts, const size_t *displs, int n,
                               hetcclDataType_t dt, const void *buf) {
   if (!counts || !displs) return hetccl_error(hetcclInvalidArgument, "%s: %s counts or displacements are NULL", fn, what);
   for (int r = 0; r < n; r++) {
-    if (counts[r] > SIZE_MAX - displs[r])
-      return hetccl_error(hetcclInvalidArgument, "%s: %s extent of rank %d overflows", fn, what, r);
-    HETCCL_TRY(hetccl_check_count(fn, counts[r] + displs[r], 1, dt));
+    size_t end = 0;
+    char where[128];
+    snprintf(where, sizeof where, "%s: %s extent of rank %d", fn, what, r);
+    HETCCL_TRY(hetccl_size_add(where, displs[r], counts[r], &end));
+    HETCCL_TRY(hetccl_check_count(fn, end, 1, dt));
     HETCCL_TRY(hetccl_check_ptr(fn, what, buf, counts[r]));
   }
   return hetcclSuccess;

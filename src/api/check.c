@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/checked_size.h"
 #include "util/error.h"
 
 hetcclResult_t hetccl_check_comm(const char *fn, hetcclComm_t comm) {
@@ -27,11 +28,14 @@ hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt) {
 
 hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt) {
   /* Multiplications with overflow checks: two 64-bit divisions cost more
-   * than the rest of a pass-through call's checks together. */
+   * than the rest of a pass-through call's checks together. The bound is
+   * PTRDIFF_MAX (util/checked_size.h): no buffer is larger. */
   size_t bytes;
-  if (__builtin_mul_overflow(count, hetccl_type_size(dt), &bytes) || __builtin_mul_overflow(bytes, mult, &bytes))
-    return hetccl_error(hetcclInvalidArgument, "%s: count %zu of %s (x%zu) overflows the address space", fn, count,
-                        hetccl_type_name(dt), mult);
+  if (__builtin_mul_overflow(count, hetccl_type_size(dt), &bytes) || __builtin_mul_overflow(bytes, mult, &bytes) ||
+      bytes > HETCCL_SIZE_LIMIT)
+    return hetccl_error(hetcclInvalidArgument,
+                        "%s: count %zu of %s (x%zu) is past the largest object a process can hold (%zu bytes)", fn,
+                        count, hetccl_type_name(dt), mult, HETCCL_SIZE_LIMIT);
   return hetcclSuccess;
 }
 

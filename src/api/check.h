@@ -24,7 +24,8 @@ hetcclResult_t hetccl_enter_comm(const char *fn, hetcclComm_t comm);
     return in_comm_rc_;                        \
   } while (0)
 hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt);
-/* count elements of dt times `mult` fit in size_t bytes. */
+/* count elements of dt times `mult` (ranks of a gathered buffer, else 1)
+ * are at most PTRDIFF_MAX bytes (util/checked_size.h). */
 hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt);
 hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p, size_t count);
 hetcclResult_t hetccl_check_rank(const char *fn, const char *what, int r, int nranks);

@@ -12,6 +12,7 @@
 #include "hetccl.h"
 #include "device/reduce.h"
 #include "transport/callsig.h"
+#include "util/checked_size.h"
 
 enum hetccl_coll {
   HETCCL_COLL_ALLREDUCE = 0,
@@ -58,6 +59,27 @@ struct hetccl_op {
    * operations plans derive from a call keep the call's. `sig.op` is set
    * at the API from the caller's reduction. */
   struct hetccl_call_sig sig;
+  /* A plan ran the root agreement over every rank of the communicator
+   * (transport/callsig.h): the library phases it derives skip their own. */
+  unsigned char roots_agreed;
 };
+
+/* Whether one of the call's buffers holds a block per rank (count x ranks). */
+static inline int hetccl_coll_gathers(int coll) {
+  return coll == HETCCL_COLL_ALLGATHER || coll == HETCCL_COLL_REDUCESCATTER || coll == HETCCL_COLL_ALLTOALL ||
+         coll == HETCCL_COLL_GATHER || coll == HETCCL_COLL_SCATTER;
+}
+
+/* The largest byte size an operation's count implies over `nranks` ranks,
+ * with `pad` elements of headroom (a plan that pads to a multiple of its
+ * domains), refused past PTRDIFF_MAX (util/checked_size.h). The API checks
+ * the same for every call; the engines and plans check again at their
+ * entry, so every size they compute from the count is in range. */
+static inline hetcclResult_t hetccl_op_bytes(const char *who, const struct hetccl_op *op, int nranks, size_t pad,
+                                             size_t *out) {
+  size_t n = 0;
+  HETCCL_TRY(hetccl_size_add(who, op->count, pad, &n));
+  return hetccl_size_bytes(who, n, hetccl_type_size(op->dtype), hetccl_coll_gathers(op->coll) ? (size_t)nranks : 1, out);
+}
 
 #endif

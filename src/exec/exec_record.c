@@ -49,13 +49,14 @@ hetcclResult_t hetccl_record_exchange(struct hetccl_exec *ex) {
   for (int i = 0; i < ph->n; i++) {
     const struct hetccl_phase_xfer *x = &ph->x[i];
     if (x->peer < 0 || x->peer >= r->nranks) return hetccl_error(hetcclInternalError, "a transfer to rank %d of %d", x->peer, r->nranks);
+    r->t.xfers++;
+    if (r->domain_of && r->domain_of[x->peer] == r->my_domain) continue;
     if (r->peer_stamp[x->peer] != r->stamp) {
       r->peer_stamp[x->peer] = r->stamp;
       r->t.links++;
     }
     if (x->send) r->t.sent += x->bytes;
     else r->t.recvd += x->bytes;
-    r->t.xfers++;
   }
   r->t.steps++;
   ph->n = 0;

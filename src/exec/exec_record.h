@@ -18,8 +18,8 @@ struct hetccl_exec;
 
 /* What one rank's plan did during one call (hetccl_record_begin resets it). */
 struct hetccl_record_tally {
-  uint64_t links;        /* distinct peers its link phases named */
-  uint64_t sent, recvd;  /* bytes over links (every link crosses domains) */
+  uint64_t links;        /* distinct peers of other domains its link phases named */
+  uint64_t sent, recvd;  /* bytes over those links (a host rank's agreement also talks to its own domain: not counted) */
   uint64_t steps;        /* link phases run (non-empty exchanges) */
   uint64_t xfers;        /* transfers recorded */
   uint64_t copies;       /* copies and zeroings that would have run */
@@ -33,6 +33,8 @@ struct hetccl_exec_record {
   uint32_t *peer_stamp;  /* [nranks]: the call stamp that last touched a peer */
   uint32_t stamp;
   int nranks;
+  const int *domain_of;  /* [nranks], or NULL: every peer counts as another domain's */
+  int my_domain;         /* the domain of the rank being run */
 };
 
 /* peer_stamp sized for nranks; 0 or an error. */

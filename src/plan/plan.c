@@ -44,6 +44,8 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
     if (!st->dom_member[d]) goto oom;
   }
   for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
+  st->all_host = t->host_rank != NULL;
+  for (int r = 0; st->all_host && r < t->nranks; r++) st->all_host = t->host_rank[r];
   /* Ranks of kinds with streams run cross-domain phases on the progress
    * engine; the others (host memory) run them on the calling thread. */
   const struct hetccl_device_ops *dev = hetccl_device_get(t->device_kind);
@@ -122,8 +124,17 @@ static int is_p2p_shaped(int coll) {
 }
 
 static hetcclResult_t run_one(struct hetccl_plan_state *st, const struct hetccl_op *op) {
+  size_t bytes = 0; /* with a domain count of headroom: AllReduce pads to a multiple of the domains */
+  HETCCL_TRY(hetccl_op_bytes("cross-domain plan", op, st->topo->nranks, (size_t)st->ndomains, &bytes));
   st->ex.stream = op->stream;
   st->ex.sig = op->sig;
+  struct hetccl_op agreed;
+  if (hetccl_plan_agrees(st, op)) {
+    HETCCL_TRY(hetccl_plan_agree(st, op));
+    agreed = *op;
+    agreed.roots_agreed = 1; /* the domains' library phases skip their own */
+    op = &agreed;
+  }
   switch (op->coll) {
     case HETCCL_COLL_ALLREDUCE: return hetccl_plan_allreduce(st, op);
     case HETCCL_COLL_REDUCESCATTER: return hetccl_plan_reducescatter(st, op);

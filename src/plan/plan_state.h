@@ -28,7 +28,13 @@ struct hetccl_plan_state {
   struct hetccl_exec ex;              /* what the plans run on (exec/exec.h) */
   const struct hetccl_topology *topo;
   unsigned char logged[HETCCL_COLL_COUNT]; /* plan already logged for this collective */
+  int all_host;         /* every rank is a host rank: rooted calls run the root agreement (agree.c) */
 };
+
+/* Whether op runs the root agreement first (agree.c), and the agreement:
+ * success when every rank made the same call, else the mismatch on every rank. */
+int hetccl_plan_agrees(const struct hetccl_plan_state *st, const struct hetccl_op *op);
+hetcclResult_t hetccl_plan_agree(struct hetccl_plan_state *st, const struct hetccl_op *op);
 
 hetcclResult_t hetccl_plan_vop_add(struct hetccl_plan_state *st, const struct hetccl_op *op);
 /* Runs the vendor batch built so far (domain numbering) and empties it. */

@@ -64,3 +64,33 @@ hetcclResult_t hetccl_callsig_mismatch(const char *where, const struct hetccl_ca
 
 int *hetccl_callsig_mismatch_flag(void) { return &t_mismatch; }
 
+int hetccl_callsig_agree_rounds(int n) {
+  int k = 0;
+  while (k < 31 && (1 << k) < n) k++;
+  return k;
+}
+
+void hetccl_callsig_agree_init(struct hetccl_sig_pair *p, const struct hetccl_call_sig *mine) {
+  p->lo = *mine;
+  p->hi = *mine;
+  p->lo.phase = p->hi.phase = HETCCL_SIG_DATA;
+}
+
+/* Orders signatures by every compared field; the rank only breaks no tie. */
+static int sig_cmp(const struct hetccl_call_sig *a, const struct hetccl_call_sig *b) {
+  const uint64_t fa[6] = {a->kind, a->seq, a->count, (uint32_t)a->root, a->dtype, a->op};
+  const uint64_t fb[6] = {b->kind, b->seq, b->count, (uint32_t)b->root, b->dtype, b->op};
+  for (int i = 0; i < 6; i++)
+    if (fa[i] != fb[i]) return fa[i] < fb[i] ? -1 : 1;
+  return 0;
+}
+
+void hetccl_callsig_agree_merge(struct hetccl_sig_pair *p, const struct hetccl_sig_pair *theirs) {
+  if (sig_cmp(&theirs->lo, &p->lo) < 0) p->lo = theirs->lo;
+  if (sig_cmp(&theirs->hi, &p->hi) > 0) p->hi = theirs->hi;
+}
+
+hetcclResult_t hetccl_callsig_agree_result(const char *where, const struct hetccl_sig_pair *p) {
+  if (sig_cmp(&p->lo, &p->hi) == 0) return hetcclSuccess;
+  return hetccl_callsig_mismatch(where, &p->lo, &p->hi);
+}

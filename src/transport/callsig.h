@@ -50,8 +50,13 @@ struct hetccl_call_sig {
   uint8_t kind;    /* enum hetccl_sig_kind */
   uint8_t dtype;   /* hetcclDataType_t */
   uint8_t op;      /* enum hetccl_sig_op */
-  uint8_t reserved;
+  uint8_t phase;   /* enum hetccl_sig_phase */
 };
+
+/* Which messages of a call: its data, or the agreement that rooted
+ * collectives run first (hetccl_callsig_agree_*), whose messages match any
+ * other agreement message and carry the signatures they compare. */
+enum hetccl_sig_phase { HETCCL_SIG_DATA = 0, HETCCL_SIG_AGREE = 1 };
 _Static_assert(sizeof(struct hetccl_call_sig) == 24, "the call signature is a wire format");
 
 /* The op of a call's signature from the hetcclRedOp_t the caller passed. */
@@ -67,12 +72,47 @@ static inline uint8_t hetccl_sig_op_of(hetcclRedOp_t op) {
  */
 static inline int hetccl_callsig_match(const struct hetccl_call_sig *expected, const struct hetccl_call_sig *sent) {
   if (expected->kind == HETCCL_SIG_NONE || sent->kind == HETCCL_SIG_NONE) return 1;
+  if (expected->phase != sent->phase) return 0;
+  if (expected->phase == HETCCL_SIG_AGREE) return 1; /* the agreement compares what it carries */
   if (expected->kind == HETCCL_SIG_RECV || sent->kind == HETCCL_SIG_SEND)
     return expected->kind == HETCCL_SIG_RECV && sent->kind == HETCCL_SIG_SEND && expected->count == sent->count &&
            expected->dtype == sent->dtype;
   return expected->kind == sent->kind && expected->count == sent->count && expected->seq == sent->seq &&
          expected->root == sent->root && expected->dtype == sent->dtype && expected->op == sent->op;
 }
+
+/*
+ * Agreement of a rooted collective (Broadcast, Reduce, Gather, Scatter),
+ * where some ranks may receive nothing from a rank that named another root
+ * (or whose call differs otherwise): before any data moves, the ranks run
+ * ceil(log2 n) rounds of a dissemination exchange; in round k rank r sends
+ * its pair to rank r + 2^k and receives one from r - 2^k (mod n), merging
+ * it. The pair is the smallest and the largest signature seen (ordered by
+ * every field but the rank, which names who made that call), so after the
+ * last round every rank holds the same pair, the extremes over all ranks:
+ * equal when every rank made the same call, else both sides of a
+ * disagreement, which every rank reports alike. Messages are 48 bytes,
+ * signed with the call's signature in phase HETCCL_SIG_AGREE.
+ */
+struct hetccl_sig_pair {
+  struct hetccl_call_sig lo, hi;
+};
+_Static_assert(sizeof(struct hetccl_sig_pair) == 48, "the agreement message is a wire format");
+
+/* Whether a call of this signature runs the agreement first. */
+static inline int hetccl_callsig_agrees(const struct hetccl_call_sig *s) {
+  return s->kind == HETCCL_SIG_BROADCAST || s->kind == HETCCL_SIG_REDUCE || s->kind == HETCCL_SIG_GATHER ||
+         s->kind == HETCCL_SIG_SCATTER;
+}
+/* Rounds over n ranks: ceil(log2 n); the peer distance of round k is 1 << k. */
+int hetccl_callsig_agree_rounds(int n);
+/* The pair a rank starts with: its own signature, twice. */
+void hetccl_callsig_agree_init(struct hetccl_sig_pair *p, const struct hetccl_call_sig *mine);
+/* Merges what a peer sent into p. */
+void hetccl_callsig_agree_merge(struct hetccl_sig_pair *p, const struct hetccl_sig_pair *theirs);
+/* After the last round: success, or the mismatch (hetccl_callsig_mismatch)
+ * naming p's two calls. */
+hetcclResult_t hetccl_callsig_agree_result(const char *where, const struct hetccl_sig_pair *p);
 
 /* "AllReduce(1048576 x float, sum) #7", "Send(16 x int32, to rank 1)". */
 void hetccl_callsig_format(const struct hetccl_call_sig *s, char *out, size_t size);

@@ -94,7 +94,9 @@ struct ofi_ctrl {
     };
   };
   int32_t sig_root;
-  uint32_t raw_len;      /* RTR with raw keys (FI_MR_RAW): bytes of raw key after the 64; else 0 */
+  uint16_t raw_len;      /* RTR with raw keys (FI_MR_RAW): bytes of raw key after the 64; else 0 */
+  uint8_t sig_phase;     /* struct hetccl_call_sig's phase (data, or a rooted call's agreement) */
+  uint8_t reserved;
 };
 _Static_assert(sizeof(struct ofi_ctrl) == 64, "control messages are sent inline: tcp;ofi_rxm injects 64 bytes");
 
@@ -121,10 +123,12 @@ static inline void ofi_ctrl_put_sig(struct ofi_ctrl *c, const struct hetccl_call
   c->sig_seq = s->seq;
   c->sig_count = s->count;
   c->sig_root = s->root;
+  c->sig_phase = s->phase;
 }
 static inline struct hetccl_call_sig ofi_ctrl_sig(const struct ofi_ctrl *c, int rank) {
   return (struct hetccl_call_sig){.count = c->sig_count, .seq = c->sig_seq, .root = c->sig_root, .rank = rank,
-                                  .kind = c->sig_kind, .dtype = c->sig_dtype, .op = c->sig_op};
+                                  .kind = c->sig_kind, .dtype = c->sig_dtype, .op = c->sig_op,
+                                  .phase = c->sig_phase};
 }
 
 /* 32 bits an eager send carries as its immediate data, so the receiver can
@@ -134,6 +138,7 @@ static inline struct hetccl_call_sig ofi_ctrl_sig(const struct ofi_ctrl *c, int 
  * hash collisions, which the sender's full comparison on the RTR catches. */
 static inline uint32_t ofi_sig_key32(const struct hetccl_call_sig *s) {
   if (s->kind == HETCCL_SIG_NONE) return 0;
+  if (s->phase == HETCCL_SIG_AGREE) return 0x61677265u; /* agreement messages all match ("agre") */
   int p2p = s->kind == HETCCL_SIG_SEND || s->kind == HETCCL_SIG_RECV;
   uint64_t f[5] = {p2p ? 0xffu : s->kind, s->count, s->dtype, p2p ? 0 : ((uint64_t)s->seq << 32 | (uint32_t)s->root),
                    p2p ? 0 : s->op};

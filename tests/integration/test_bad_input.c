@@ -19,6 +19,7 @@
  * cannot have been reused.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,7 +242,7 @@ static const struct data_call {
 
 enum bad_kind {
   NULL_COMM, NULL_SEND, NULL_RECV, TYPE_NUM, TYPE_NEG, OP_NUM, OP_99, OP_NEG, COUNT_BYTES, COUNT_TIMES_N,
-  RANK_ARG_N, RANK_ARG_NEG, NULL_VECTOR0 /* .. NULL_VECTOR0 + 3 */
+  COUNT_PAST_PTRDIFF, COUNT_PAST_PTRDIFF_TIMES_N, COUNT_DOUBLES_SIZE_MAX_8, RANK_ARG_N, RANK_ARG_NEG, NULL_VECTOR0 /* .. NULL_VECTOR0 + 3 */
 };
 
 /* One bad argument, applied to every call that takes what it `needs`. */
@@ -261,6 +262,10 @@ static const struct bad_arg {
     {OP_NEG, OP, "op=-1", "op"},
     {COUNT_BYTES, 0, "count whose bytes overflow size_t", "count|overflow"},
     {COUNT_TIMES_N, PER_RANK, "count whose bytes times nranks overflow size_t", "count|overflow"},
+    /* Within size_t but past PTRDIFF_MAX: no buffer is that large (2^61 floats are 2^63 bytes). */
+    {COUNT_PAST_PTRDIFF, 0, "2^61 floats (2^63 bytes)", "count|largest"},
+    {COUNT_PAST_PTRDIFF_TIMES_N, PER_RANK, "count whose bytes times nranks pass PTRDIFF_MAX", "count|largest"},
+    {COUNT_DOUBLES_SIZE_MAX_8, 0, "SIZE_MAX/8 doubles", "count|largest"},
     {RANK_ARG_N, ROOT, "root=nranks", "root"},
     {RANK_ARG_NEG, ROOT, "root=-1", "root"},
     {RANK_ARG_N, PEER, "peer=nranks", "peer"},
@@ -287,6 +292,12 @@ static struct call_args with_bad_arg(const struct bad_arg *bad, unsigned takes, 
     case OP_NEG: a.op = (hetcclRedOp_t)-1; break;
     case COUNT_BYTES: a.count = SIZE_MAX / 4 + 1; break;                   /* float32 */
     case COUNT_TIMES_N: a.count = SIZE_MAX / 4 / (size_t)n + 1; break; /* overflows only times nranks */
+    case COUNT_PAST_PTRDIFF: a.count = (size_t)1 << 61; break;
+    case COUNT_PAST_PTRDIFF_TIMES_N: a.count = (size_t)PTRDIFF_MAX / 4 / (size_t)n + 1; break;
+    case COUNT_DOUBLES_SIZE_MAX_8:
+      a.count = SIZE_MAX / 8;
+      a.type = hetcclFloat64;
+      break;
     case RANK_ARG_N: a.rank_arg = n; break;
     case RANK_ARG_NEG: a.rank_arg = -1; break;
     default: a.null_vectors = 1u << (bad->kind - NULL_VECTOR0); break;

@@ -14,7 +14,8 @@
  * (HETCCL_DOMAIN: the cross-domain plans over links)}; then
  * HETCCL_CHECK_CALLS=0, set on rank 0 only (rank 0's value is agreed), with
  * which a type and an op mismatch return hetcclSuccess on both ranks as
- * before the checks existed.
+ * before the checks existed; and HETCCL_CHECK_CALLS=0 on rank 1 only, with
+ * which a type mismatch still fails on both (rank 0's 1 is agreed).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@
 struct cfg {
   const char *transport;
   int domains;
-  int check_off;
+  int check_off; /* 1 + the one rank that sets HETCCL_CHECK_CALLS=0; 0: none */
 };
 
 static void set_env(int rank, int nranks, void *arg) {
@@ -39,7 +40,7 @@ static void set_env(int rank, int nranks, void *arg) {
   setenv("HETCCL_TIMEOUT_MS", "30000", 1);
   if (c->domains > 1) setenv("HETCCL_DOMAIN", rank == 0 ? "d0" : "d1", 1);
   else unsetenv("HETCCL_DOMAIN");
-  if (c->check_off && rank == 0) setenv("HETCCL_CHECK_CALLS", "0", 1);
+  if (c->check_off && rank == c->check_off - 1) setenv("HETCCL_CHECK_CALLS", "0", 1);
   else unsetenv("HETCCL_CHECK_CALLS");
 }
 
@@ -136,10 +137,11 @@ static void symmetric(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
 }
 
 /*
- * Only one rank receives (rank 1), or no rank receives in the call itself
- * (root: each rank names the other as root, so both only send). The rank
- * that only sent may return from its call before anyone looked at its
- * message: it must fail then or at its next call, with both calls named.
+ * Only one rank receives (rank 1): the rank that only sent may return from
+ * its call before anyone looked at its message; it must fail then or at its
+ * next call, with both calls named. Root: each rank names the other as
+ * Reduce's root, so both would only send; the root agreement fails both in
+ * the call itself.
  */
 static void one_way(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
   int me = ctx->rank;
@@ -160,11 +162,11 @@ static void one_way(ht_ctx *ctx, hetcclComm_t comm, enum kind k) {
     sender_only = me == 0;
   } else { /* K_ROOT */
     rc = hetcclReduce(fbuf, fout, N, hetcclFloat32, hetcclSum, 1 - me, comm, NULL);
-    /* Found by the next call, which receives the other's Reduce (named by
-     * this rank's check or by the peer's report: either root). */
-    a = "Reduce(4096 x float, sum, root ";
-    b = "AllReduce(16 x float, sum) #3";
-    sender_only = 1;
+    /* Each only sends, yet both fail in the call: the root agreement runs
+     * before any data moves (transport/callsig.h). */
+    a = "Reduce(4096 x float, sum, root 0) #2";
+    b = "Reduce(4096 x float, sum, root 1) #2";
+    sender_only = 0;
   }
   if (!sender_only) {
     expect_mismatch(ctx, comm, what, "mismatched call", rc, a, b);
@@ -257,6 +259,27 @@ static int run_unchecked(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
+/* HETCCL_CHECK_CALLS=0 on rank 1 only: rank 0's 1 is agreed, so a type
+ * mismatch still fails on both ranks (a rank that took its own value would
+ * send unsigned messages, which match anything). */
+static int run_checked_by_rank0(ht_ctx *ctx, void *arg) {
+  (void)arg;
+  fbuf = malloc(N * sizeof(float));
+  fout = malloc(N * sizeof(float));
+  if (!ht_case(ctx, fbuf && fout, "out of memory")) return 1;
+  hetcclComm_t comm;
+  if (make_comm(ctx, &comm) != 0) return 1;
+  memset(fbuf, 0, N * sizeof(float));
+  hetcclResult_t rc =
+      hetcclAllReduce(fbuf, fout, N, ctx->rank == 0 ? hetcclFloat32 : hetcclInt32, hetcclSum, comm, NULL);
+  expect_mismatch(ctx, comm, "checks agreed from rank 0", "float against int32", rc, "AllReduce(4096 x float, sum) #1",
+                  "AllReduce(4096 x int32, sum) #1");
+  ht_case(ctx, hetcclCommDestroy(comm) == hetcclSuccess, "CommDestroy: %s", hetcclGetLastError(NULL));
+  free(fbuf);
+  free(fout);
+  return 0;
+}
+
 int main(void) {
   double t0 = ht_now();
   static const char *const transports[] = {"shm", "socket"};
@@ -273,6 +296,10 @@ int main(void) {
   struct ht_job job = {.name = "callsig off (HETCCL_CHECK_CALLS=0 on rank 0)", .nranks = 2, .timeout_s = 120,
                        .env = set_env, .env_arg = &off};
   ht_job_run(&job, run_unchecked, NULL);
+  struct cfg on = {.transport = "shm", .domains = 1, .check_off = 2};
+  struct ht_job job_on = {.name = "callsig on (HETCCL_CHECK_CALLS=0 on rank 1 only)", .nranks = 2, .timeout_s = 120,
+                          .env = set_env, .env_arg = &on};
+  ht_job_run(&job_on, run_checked_by_rank0, NULL);
   printf("test_callsig: %.1f s\n", ht_now() - t0);
   return ht_finish();
 }

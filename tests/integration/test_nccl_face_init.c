@@ -160,6 +160,37 @@ static void errors_and_refusals(ht_ctx *ctx, ncclComm_t comm) {
              ncclInvalidArgument, "root");
   face_fails(ctx, "ncclGroupEnd without ncclGroupStart", ncclGroupEnd(), ncclInvalidUsage, "GroupStart");
   face_fails(ctx, "ncclGetVersion(NULL)", ncclGetVersion(NULL), ncclInvalidArgument, "version");
+  /* Byte sizes past PTRDIFF_MAX, each in a forked child (a crash is that
+   * case's failure): refused with a message, never reached memcpy. */
+  static unsigned char small[64];
+  const size_t past = (size_t)1 << 61; /* 2^61 floats: 2^63 bytes */
+  struct {
+    const char *what;
+    int call;
+  } huge[] = {{"ncclAllReduce(2^61 floats)", 0}, {"ncclAllGather(2^61 floats)", 1},
+              {"ncclAllGather(SIZE_MAX/8 doubles)", 2}, {"ncclBroadcast(2^61 floats)", 3},
+              {"ncclReduceScatter(2^61 floats)", 4}, {"ncclSend(2^61 floats)", 5}};
+  for (size_t h = 0; h < sizeof huge / sizeof huge[0]; h++) {
+    int pid = ht_fork_begin(ctx);
+    if (pid == 0) {
+      ncclResult_t rc;
+      switch (huge[h].call) {
+        case 0: rc = ncclAllReduce(small, small, past, ncclFloat32, ncclSum, comm, NULL); break;
+        case 1: rc = ncclAllGather(small, small, past, ncclFloat32, comm, NULL); break;
+        case 2: rc = ncclAllGather(small, small, SIZE_MAX / 8, ncclFloat64, comm, NULL); break;
+        case 3: rc = ncclBroadcast(small, small, past, ncclFloat32, 0, comm, NULL); break;
+        case 4: rc = ncclReduceScatter(small, small, past, ncclFloat32, ncclSum, comm, NULL); break;
+        default:
+          ncclGroupStart();
+          rc = ncclSend(small, past, ncclFloat32, 0, comm, NULL);
+          ncclGroupEnd();
+          break;
+      }
+      face_fails(ctx, huge[h].what, rc, ncclInvalidArgument, "largest");
+      ht_fork_end(ctx);
+    }
+    ht_fork_wait(ctx, pid, huge[h].what, 20);
+  }
 
   ncclWindow_t win = (ncclWindow_t)(uintptr_t)1;
   face_fails(ctx, "ncclCommWindowRegister", ncclCommWindowRegister(comm, &x, sizeof x, &win, NCCL_WIN_DEFAULT),

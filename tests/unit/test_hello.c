@@ -251,14 +251,15 @@ static void test_refusals(void) {
   close(hetccl_acceptor_take(&a, 2));
   close(early);
 
-  /* Past its grace, the longest-idle connection yields; one that began its hello never. */
-  check(send(cs[1], good, 10, 0) == 10 && read_settled_once(&a, &r, cs[1]), "an older connection begins its hello");
+  /* Past its grace, the longest-idle connection yields; one that began its
+   * hello never, even the oldest (which an eviction by age alone would pick). */
+  check(send(cs[0], good, 10, 0) == 10 && read_settled_once(&a, &r, cs[0]), "the oldest connection begins its hello");
   r.grace_ns = 200000000ull;
   usleep(300000);
   int late = connect_one();
   check(accept_until_refused_or(&a, &r, late), "a newcomer arrives after the grace");
-  check(closed_by_peer(cs[0]), "the idle connection past its grace yielded its place");
-  check(still_open(cs[1]), "the one that began its hello kept it");
+  check(closed_by_peer(cs[1]), "the idle connection past its grace yielded its place");
+  check(still_open(cs[0]), "the oldest, which began its hello, kept it");
   check(a.n == 2 && still_open(late), "the newcomer took the place");
   for (int i = 0; i < 3; i++) close(cs[i]);
   close(late);

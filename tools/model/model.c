@@ -59,7 +59,11 @@ int model_open(struct model *m, const struct model_layout *l) {
   int n = l->nranks;
   m->domain_of = calloc((size_t)n, sizeof *m->domain_of);
   m->links = calloc((size_t)n, sizeof *m->links);
-  if (!m->domain_of || !m->links) goto fail;
+  m->host_rank = malloc((size_t)n);
+  if (!m->domain_of || !m->links || !m->host_rank) goto fail;
+  /* Host ranks, as in the traced live runs the model is compared with: rooted
+   * calls run the root agreement (plan/agree.c) before their data. */
+  memset(m->host_rank, 1, (size_t)n);
   for (int d = 0, r = 0; d < l->ndomains; d++)
     for (int i = 0; i < l->size[d]; i++) m->domain_of[r++] = d;
   m->topo = (struct hetccl_topology){.rank = 0,
@@ -67,6 +71,7 @@ int model_open(struct model *m, const struct model_layout *l) {
                                      .device_kind = HETCCL_DEVICE_HOST,
                                      .ndomains = l->ndomains,
                                      .domain_of = m->domain_of,
+                                     .host_rank = m->host_rank,
                                      .links = m->links,
                                      .vendor = &record_vendor,
                                      .vcomm = (hetccl_vcomm *)m,
@@ -77,6 +82,7 @@ int model_open(struct model *m, const struct model_layout *l) {
   if (hetccl_plan_state_create(&m->topo, &m->st) != hetcclSuccess) goto fail;
   m->topo.state = m->st;
   if (hetccl_record_init(&m->rec, n) != hetcclSuccess) goto fail;
+  m->rec.domain_of = m->domain_of;
   m->st->ex.record = &m->rec;
   return 0;
 fail:
@@ -92,6 +98,7 @@ void model_close(struct model *m) {
   hetccl_record_free(&m->rec);
   free(m->domain_of);
   free(m->links);
+  free(m->host_rank);
   memset(m, 0, sizeof *m);
 }
 
@@ -128,6 +135,7 @@ int model_run_rank(struct model *m, int coll, size_t esz, size_t bytes, int rank
   m->topo.domain_size = st->dom_size[d];
   m->topo.domain_members = st->dom_member[d];
   memset(&m->cur, 0, sizeof m->cur);
+  m->rec.my_domain = d;
   hetccl_record_begin(&m->rec);
   struct hetccl_op ops[2] = {{.coll = coll == MODEL_SENDRECV ? HETCCL_COLL_SEND : coll,
                               .sendbuff = MODEL_SENDBUF,
@@ -142,6 +150,18 @@ int model_run_rank(struct model *m, int coll, size_t esz, size_t bytes, int rank
     ops[1].coll = HETCCL_COLL_RECV;
     ops[1].root = (rank + n - 1) % n;
     nops = 2;
+  }
+  /* The signature core gives a call (core/group.c), so plans see what a live
+   * call carries: a rooted call's kind is what makes it run the agreement. */
+  for (int i = 0; i < nops; i++) {
+    ops[i].sig.kind = (uint8_t)(ops[i].coll + 1);
+    ops[i].sig.count = (uint64_t)ops[i].count;
+    ops[i].sig.root = coll == HETCCL_COLL_ALLREDUCE || coll == HETCCL_COLL_ALLGATHER ||
+                              coll == HETCCL_COLL_REDUCESCATTER || coll == HETCCL_COLL_ALLTOALL
+                          ? 0
+                          : ops[i].root;
+    ops[i].sig.dtype = (uint8_t)ops[i].dtype;
+    ops[i].sig.rank = rank;
   }
   hetcclResult_t rc = hetccl_plan_run(&m->topo, ops, nops);
   if (rc != hetcclSuccess) {

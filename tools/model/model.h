@@ -43,6 +43,7 @@ struct model_result {
 struct model {
   struct model_layout layout;
   int *domain_of;
+  unsigned char *host_rank;       /* [nranks] all 1: every modelled rank is a host rank */
   hetccl_link **links;            /* [nranks] all NULL: the recording executor reaches no one */
   struct hetccl_topology topo;    /* the rank being run */
   struct hetccl_plan_state *st;

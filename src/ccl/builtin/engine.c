@@ -82,6 +82,9 @@ fail:
 }
 
 static hetcclResult_t run_collective(struct hetccl_vcomm *vc, const struct hetccl_op *op) {
+  size_t bytes = 0;
+  HETCCL_TRY(hetccl_op_bytes("builtin engine", op, vc->nranks, 0, &bytes));
+  HETCCL_TRY(hetccl_eng_agree(vc, op, hetccl_coll_name(op->coll)));
   switch (op->coll) {
     case HETCCL_COLL_ALLREDUCE: return hetccl_eng_allreduce(vc, op);
     case HETCCL_COLL_BROADCAST: return hetccl_eng_broadcast(vc, op);

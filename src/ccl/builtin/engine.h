@@ -188,6 +188,10 @@ static inline void hetccl_eng_local_reduce(const struct hetccl_op *op) {
   hetccl_host_finish(op->recvbuff, op->count, op->dtype, &op->redop);
 }
 
+/* A rooted collective's agreement (agree.c): success when every rank made
+ * the same call, else the mismatch naming both sides, on every rank. */
+hetcclResult_t hetccl_eng_agree(struct hetccl_vcomm *vc, const struct hetccl_op *op, const char *what);
+
 /* The collectives; each op is already validated and its redop resolved. */
 hetcclResult_t hetccl_eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
 hetcclResult_t hetccl_eng_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);

@@ -86,6 +86,11 @@ static hetcclResult_t self_copies(struct hetccl_vcomm *vc, const struct hetccl_o
 
 hetcclResult_t hetccl_eng_sendrecv_start(struct hetccl_vcomm *vc, const struct hetccl_op *ops, int nops,
                                   struct hetccl_eng_flow *f) {
+  for (int i = 0; i < nops; i++) {
+    size_t bytes = 0;
+    if (ops[i].coll == HETCCL_COLL_SEND || ops[i].coll == HETCCL_COLL_RECV)
+      HETCCL_TRY(hetccl_op_bytes("builtin Send/Recv", &ops[i], vc->nranks, 0, &bytes));
+  }
   HETCCL_TRY(sort_ops(vc, ops, nops));
   HETCCL_TRY(self_copies(vc, ops));
   hetccl_eng_flow_init(f, vc, "Send/Recv", NULL, sr_describe, NULL);
