@@ -84,12 +84,13 @@ static inline int hetccl_callsig_match(const struct hetccl_call_sig *expected, c
 /*
  * Agreement of a rooted collective (Broadcast, Reduce, Gather, Scatter),
  * where some ranks may receive nothing from a rank that named another root
- * (or whose call differs otherwise): before any data moves, the ranks run
- * ceil(log2 n) rounds of a dissemination exchange; in round k rank r sends
- * its pair to rank r + 2^k and receives one from r - 2^k (mod n), merging
- * it. The pair is the smallest and the largest signature seen (ordered by
- * every field but the rank, which names who made that call), so after the
- * last round every rank holds the same pair, the extremes over all ranks:
+ * (or whose call differs otherwise): before any data moves, the ranks
+ * merge their pairs (across domains over a binary tree, plan/agree.c; in
+ * the built-in engine in ceil(log2 n) rounds of a dissemination exchange,
+ * round k sending to r + 2^k and receiving from r - 2^k, mod n). The pair
+ * is the smallest and the largest signature seen (ordered by every field
+ * but the rank, which names who made that call), so at the end every rank
+ * holds the same pair, the extremes over all ranks:
  * equal when every rank made the same call, else both sides of a
  * disagreement, which every rank reports alike. Messages are 48 bytes,
  * signed with the call's signature in phase HETCCL_SIG_AGREE.

@@ -33,12 +33,6 @@ static const struct {
     /* Broadcast and Reduce: all bytes through the root and each domain's rank 0. */
     {HETCCL_COLL_BROADCAST, BOUND_CROSS, SHAPE_ANY},
     {HETCCL_COLL_REDUCE, BOUND_CROSS, SHAPE_ANY},
-    /* Broadcast and Reduce of host ranks: the root agreement before the data
-     * (plan/agree.c) is a dissemination exchange with peers at distances
-     * 2^k, up to 2 ceil(log2 N) of them; a tree over a parent and two
-     * children would keep it to three. */
-    {HETCCL_COLL_BROADCAST, BOUND_LINKS, SHAPE_ANY},
-    {HETCCL_COLL_REDUCE, BOUND_LINKS, SHAPE_ANY},
     /* AllReduce over k > 2 domains: each owner sends its piece to all k - 1 others (k/2 of the ideal). */
     {HETCCL_COLL_ALLREDUCE, BOUND_CROSS, SHAPE_MANY},
     {-2, -2, 0} /* end */
