@@ -36,7 +36,8 @@ hetcclResult_t hetccl_plan_allgather(struct hetccl_plan_state *st, const struct 
   /* Scratch: [F_d, n_d shards | the domain's own blocks when not one run]. */
   char *foreign = foreign_in_out ? out + (size_t)st->foreign_first[me] * bytes : NULL, *own = NULL;
   size_t foreign_bytes = 0, own_bytes = 0, need = 0;
-  if (!direct && !foreign_in_out) HETCCL_TRY(hetccl_size_bytes("AllGather foreign shards", s, esz, (size_t)nd, &foreign_bytes));
+  if (!direct && !foreign_in_out)
+    HETCCL_TRY(hetccl_size_bytes("AllGather foreign shards", s, esz, (size_t)nd, &foreign_bytes));
   if (!own_run) HETCCL_TRY(hetccl_size_mul("AllGather own blocks", bytes, (size_t)nd, &own_bytes));
   HETCCL_TRY(hetccl_size_add("AllGather scratch", foreign_bytes, own_bytes, &need));
   if (need) {

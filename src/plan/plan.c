@@ -41,7 +41,8 @@ static int domain_runs(struct hetccl_plan_state *st) {
     if (!st->dom_runs[d]) return -1;
     struct hetccl_rank_run *run = st->dom_runs[d] - 1;
     for (int j = 0; j < n; j++) {
-      if (j == 0 || st->dom_member[d][j] != st->dom_member[d][j - 1] + 1) *++run = (struct hetccl_rank_run){st->dom_member[d][j], 0};
+      if (j == 0 || st->dom_member[d][j] != st->dom_member[d][j - 1] + 1)
+        *++run = (struct hetccl_rank_run){st->dom_member[d][j], 0};
       run->len++;
     }
     st->dom_nruns[d] = nruns;

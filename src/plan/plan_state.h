@@ -12,7 +12,7 @@ enum {
   HETCCL_SCRATCH_SHARD,       /* AllReduce: the domain-reduced shard */
   HETCCL_SCRATCH_PARTIALS,    /* k-way: other domains' partials */
   HETCCL_SCRATCH_RESULT,      /* ReduceScatter: full AllReduce result; Reduce: domain partial */
-  HETCCL_SCRATCH_GATHER,      /* AllGather: the other domains' blocks (F_d), then the domain's own when its ranks are not one run */
+  HETCCL_SCRATCH_GATHER,      /* AllGather: the other domains' blocks (F_d); the domain's own when not one run */
   HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
   HETCCL_SCRATCH_RS_INPUT,    /* ReduceScatter: the input laid out for the vendor phase (own blocks, F_d padded) */
   HETCCL_SCRATCH_RS_PARTIALS, /* ReduceScatter: every domain's partial of this rank's block, then its F_d shard's */

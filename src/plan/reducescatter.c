@@ -26,7 +26,8 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
   size_t all = r * (size_t)t->nranks;
   int me = t->my_domain, nd = t->domain_size, i = t->domain_rank, k = st->ndomains;
   size_t total = hetccl_foreign_blocks(st, me) * r, s = hetccl_foreign_shard(st, me, r);
-  size_t lo = s * (size_t)i < total ? s * (size_t)i : total, hi = s * (size_t)(i + 1) < total ? s * (size_t)(i + 1) : total;
+  size_t slot_lo = s * (size_t)i, slot_hi = slot_lo + s;
+  size_t lo = slot_lo < total ? slot_lo : total, hi = slot_hi < total ? slot_hi : total;
   const char *in = op->sendbuff;
   char *out = op->recvbuff;
 
@@ -37,7 +38,8 @@ hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const str
   int foreign_direct = ff >= 0 && (size_t)ff * r + (size_t)nd * s <= all;
   size_t own_bytes = 0, foreign_bytes = 0, need = 0;
   if (!own_run) HETCCL_TRY(hetccl_size_mul("ReduceScatter own blocks", bytes, (size_t)nd, &own_bytes));
-  if (!foreign_direct) HETCCL_TRY(hetccl_size_bytes("ReduceScatter foreign shards", s, esz, (size_t)nd, &foreign_bytes));
+  if (!foreign_direct)
+    HETCCL_TRY(hetccl_size_bytes("ReduceScatter foreign shards", s, esz, (size_t)nd, &foreign_bytes));
   HETCCL_TRY(hetccl_size_add("ReduceScatter input", own_bytes, foreign_bytes, &need));
   char *layout = NULL;
   if (need) HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_RS_INPUT, need, (void **)&layout));
