@@ -11,7 +11,7 @@
  *     of a few foreign ranks (hetccl_fshard_iter);
  *   - by block: this rank's own block sits once in F_e of every other domain
  *     e, over the shards of a few ranks of e (hetccl_fblock_iter).
- * Both visit only the pieces of this rank: O(k + pieces), never O(N).
+ * Both visit only the pieces of this rank: O(k^2 + pieces) per call, never O(N).
  */
 #ifndef HETCCL_PLAN_FOREIGN_H
 #define HETCCL_PLAN_FOREIGN_H
