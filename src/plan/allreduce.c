@@ -1,5 +1,5 @@
 /*
- * Cross-domain AllReduce and ReduceScatter.
+ * Cross-domain AllReduce (ReduceScatter: reducescatter.c).
  *
  * 1. Vendor reduce-scatter in each domain: domain rank i holds the domain's
  *    reduction of shard i (s = ceil(count / n_d) elements; the input is
@@ -26,18 +26,15 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
   const struct hetccl_topology *t = st->topo;
   size_t n = op->count, esz = hetccl_type_size(op->dtype);
   int k = st->ndomains;
-  size_t npieces = 0, a, b;
+  size_t a, b, shard = hetccl_shard_size(n, t->domain_size), hi = lo + shard < n ? lo + shard : n;
+  if (lo >= n) return hetcclSuccess; /* no piece is this rank's */
+  /* The pieces this rank owns are those of its own shard [lo, hi). */
   struct hetccl_piece_iter it;
-  hetccl_pieces_begin(&it, st, n);
-  while (hetccl_pieces_next(&it, &a, &b))
-    if (hetccl_piece_owner(st, n, t->my_domain, a) == t->rank) npieces++;
-  if (npieces == 0) return hetcclSuccess;
 
   if (k == 2) {
     int other = 1 - t->my_domain;
-    hetccl_pieces_begin(&it, st, n);
+    hetccl_pieces_begin(&it, st, n, lo, hi);
     while (hetccl_pieces_next(&it, &a, &b)) {
-      if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
       int l = hetccl_piece_owner(st, n, other, a);
       HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
       HETCCL_TRY(hetccl_exec_recv_reduce(&st->ex, l, res + a * esz, partial + (a - lo) * esz, b - a, op->dtype, combine));
@@ -46,12 +43,10 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
   }
 
   /* k domains: partials of every domain land in slots laid out like the shard. */
-  size_t shard = hetccl_shard_size(n, t->domain_size);
   char *slots;
   HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * shard * esz, (void **)&slots));
-  hetccl_pieces_begin(&it, st, n);
+  hetccl_pieces_begin(&it, st, n, lo, hi);
   while (hetccl_pieces_next(&it, &a, &b)) {
-    if (hetccl_piece_owner(st, n, t->my_domain, a) != t->rank) continue;
     for (int e = 0; e < k; e++) {
       if (e == t->my_domain) continue;
       int l = hetccl_piece_owner(st, n, e, a);
@@ -60,7 +55,6 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
     }
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "AllReduce exchange"));
-  size_t hi = lo + shard < n ? lo + shard : n;
   HETCCL_TRY(hetccl_exec_copy(&st->ex, slots + (size_t)t->my_domain * shard * esz, partial, (hi - lo) * esz));
   /* Same order on every owner: ((P0 op P1) op P2) ... */
   HETCCL_TRY(hetccl_exec_copy(&st->ex, res + lo * esz, slots, (hi - lo) * esz));
@@ -130,86 +124,4 @@ hetcclResult_t hetccl_plan_allreduce(struct hetccl_plan_state *st, const struct 
   }
   if (!even) HETCCL_TRY(hetccl_exec_copy(&st->ex, op->recvbuff, res, n * esz));
   return hetcclSuccess;
-}
-
-/*
- * ReduceScatter with the fewest bytes over links: after the vendor
- * reduce-scatter, each piece of a domain's shard goes straight to the rank
- * whose output range holds it (over a link when that rank is in another
- * domain, through the vendor when in the same one), so every piece crosses
- * once per other domain. The output rank combines the k partials in domain
- * order.
- */
-hetcclResult_t hetccl_plan_reducescatter(struct hetccl_plan_state *st, const struct hetccl_op *op) {
-  const struct hetccl_topology *t = st->topo;
-  size_t r = op->count, esz = hetccl_type_size(op->dtype), n = r * (size_t)t->nranks;
-  if (r == 0) return hetcclSuccess;
-  int nd = t->domain_size, k = st->ndomains;
-  size_t s = hetccl_shard_size(n, nd), lo, hi;
-  hetccl_shard(n, nd, t->domain_rank, &lo, &hi);
-  (void)hi;
-
-  hetccl_redop vendor_op = op->redop;
-  vendor_op.postdiv = 0;
-
-  const char *rs_in = op->sendbuff;
-  if (s * (size_t)nd != n) {
-    char *padded;
-    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PADDED, s * (size_t)nd * esz, (void **)&padded));
-    HETCCL_TRY(hetccl_exec_copy(&st->ex, padded, op->sendbuff, n * esz));
-    HETCCL_TRY(hetccl_exec_zero(&st->ex, padded + n * esz, (s * (size_t)nd - n) * esz));
-    rs_in = padded;
-  }
-  char *partial, *slots;
-  HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_SHARD, s * esz, (void **)&partial));
-  HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * r * esz, (void **)&slots));
-  struct hetccl_op v = *op;
-  v.coll = HETCCL_COLL_REDUCESCATTER;
-  v.sendbuff = rs_in;
-  v.recvbuff = partial;
-  v.count = s;
-  v.redop = vendor_op;
-  HETCCL_TRY(hetccl_plan_vop_add(st, &v));
-  HETCCL_TRY(hetccl_plan_vops_run(st));
-
-  /* Route every piece: from its holder in each domain to its output rank. */
-  size_t a, b;
-  struct hetccl_piece_iter it;
-  hetccl_pieces_begin(&it, st, n);
-  it.block = r;
-  while (hetccl_pieces_next(&it, &a, &b)) {
-    int dest = (int)(a / r);
-    size_t bytes = (b - a) * esz;
-    for (int d = 0; d < k; d++) {
-      int src = hetccl_piece_owner(st, n, d, a);
-      if (src != t->rank && dest != t->rank) continue;
-      char *slot = slots + ((size_t)d * r + (a - (size_t)dest * r)) * esz;
-      const char *from = partial + (a - lo) * esz;
-      if (src == t->rank && dest == t->rank) {
-        HETCCL_TRY(hetccl_exec_copy(&st->ex, slot, from, bytes));
-        continue;
-      }
-      int peer = src == t->rank ? dest : src;
-      if (t->domain_of[peer] == t->my_domain) {
-        v = *op;
-        v.coll = src == t->rank ? HETCCL_COLL_SEND : HETCCL_COLL_RECV;
-        v.sendbuff = src == t->rank ? from : NULL;
-        v.recvbuff = src == t->rank ? NULL : slot;
-        v.count = b - a;
-        v.root = st->dom_rank_of[peer];
-        HETCCL_TRY(hetccl_plan_vop_add(st, &v));
-      } else if (src == t->rank) {
-        HETCCL_TRY(hetccl_exec_send(&st->ex, peer, from, bytes));
-      } else {
-        HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, slot, bytes));
-      }
-    }
-  }
-  HETCCL_TRY(hetccl_plan_vops_run(st));
-  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "ReduceScatter exchange"));
-  /* ((P0 op P1) op P2) ... into this rank's output. */
-  char *out = op->recvbuff;
-  HETCCL_TRY(hetccl_exec_copy(&st->ex, out, slots, r * esz));
-  for (int d = 1; d < k; d++) HETCCL_TRY(hetccl_exec_reduce(&st->ex, out, out, slots + (size_t)d * r * esz, r, op->dtype, &op->redop));
-  return hetccl_exec_finish(&st->ex, out, r, op->dtype, &op->redop);
 }

@@ -24,6 +24,48 @@ hetcclResult_t hetccl_plan_vops_run(struct hetccl_plan_state *st) {
   return st->topo->vendor->run(st->topo->vcomm, st->vops, n);
 }
 
+/* The domains' members as runs of consecutive global ranks, and whether each
+ * domain's F_d (the other domains' ranks in domain order) is one run; once
+ * per communicator, so plans never walk the members per call. */
+static int domain_runs(struct hetccl_plan_state *st) {
+  int k = st->ndomains;
+  st->dom_runs = calloc((size_t)k, sizeof *st->dom_runs);
+  st->dom_nruns = calloc((size_t)k, sizeof *st->dom_nruns);
+  st->foreign_first = calloc((size_t)k, sizeof *st->foreign_first);
+  if (!st->dom_runs || !st->dom_nruns || !st->foreign_first) return -1;
+  for (int d = 0; d < k; d++) {
+    int n = st->dom_size[d], nruns = 0;
+    for (int j = 0; j < n; j++)
+      if (j == 0 || st->dom_member[d][j] != st->dom_member[d][j - 1] + 1) nruns++;
+    st->dom_runs[d] = calloc((size_t)(nruns ? nruns : 1), sizeof **st->dom_runs);
+    if (!st->dom_runs[d]) return -1;
+    struct hetccl_rank_run *run = st->dom_runs[d] - 1;
+    for (int j = 0; j < n; j++) {
+      if (j == 0 || st->dom_member[d][j] != st->dom_member[d][j - 1] + 1)
+        *++run = (struct hetccl_rank_run){st->dom_member[d][j], 0};
+      run->len++;
+    }
+    st->dom_nruns[d] = nruns;
+  }
+  for (int d = 0; d < k; d++) {
+    int first = -1, next = -1;
+    for (int e = 0; e < k && first != -2; e++) {
+      if (e == d) continue;
+      for (int x = 0; x < st->dom_nruns[e]; x++) {
+        const struct hetccl_rank_run *run = &st->dom_runs[e][x];
+        if (first == -1) first = run->first;
+        else if (run->first != next) {
+          first = -2;
+          break;
+        }
+        next = run->first + run->len;
+      }
+    }
+    st->foreign_first[d] = first < 0 ? -1 : first;
+  }
+  return 0;
+}
+
 hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct hetccl_plan_state **out) {
   struct hetccl_plan_state *st = calloc(1, sizeof *st);
   if (!st) return hetccl_error(hetcclSystemError, "out of memory for plan state");
@@ -44,6 +86,7 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
     if (!st->dom_member[d]) goto oom;
   }
   for (int r = 0; r < t->nranks; r++) st->dom_member[t->domain_of[r]][st->dom_rank_of[r]] = r;
+  if (domain_runs(st) != 0) goto oom;
   st->all_host = t->host_rank != NULL;
   for (int r = 0; st->all_host && r < t->nranks; r++) st->all_host = t->host_rank[r];
   /* Ranks of kinds with streams run cross-domain phases on the progress
@@ -80,6 +123,10 @@ void hetccl_plan_state_free(struct hetccl_plan_state *st, int abort) {
   hetccl_exec_free(&st->ex, abort);
   for (int d = 0; st->dom_member && d < st->ndomains; d++) free(st->dom_member[d]);
   free(st->dom_member);
+  for (int d = 0; st->dom_runs && d < st->ndomains; d++) free(st->dom_runs[d]);
+  free(st->dom_runs);
+  free(st->dom_nruns);
+  free(st->foreign_first);
   free(st->dom_size);
   free(st->dom_rank_of);
   free(st->vops);
@@ -168,10 +215,14 @@ static void log_plans(struct hetccl_plan_state *st, const struct hetccl_op *ops,
       continue;
     }
     const char *shape = "vendor phase, link exchange, vendor phase";
-    if (c == HETCCL_COLL_ALLREDUCE || c == HETCCL_COLL_REDUCESCATTER)
+    if (c == HETCCL_COLL_ALLREDUCE)
       shape = "vendor reduce-scatter, owners exchange overlapping shard pieces over links, vendor all-gather";
+    else if (c == HETCCL_COLL_REDUCESCATTER)
+      shape = "vendor reduce-scatters of the domain's own blocks and of the other domains' blocks in n_d shards, "
+              "shard pieces cross to their blocks' ranks, partials combined in domain order";
     else if (c == HETCCL_COLL_ALLGATHER)
-      shape = "vendor all-gather, each block crosses once to each other domain, vendor broadcasts";
+      shape = "each block crosses once to each other domain, spread over its ranks' shards; vendor all-gathers of "
+              "the domain's blocks and of those shards, copies per run of consecutive ranks";
     else if (c == HETCCL_COLL_BROADCAST)
       shape = "root sends to each other domain's first rank, vendor broadcast per domain";
     else if (c == HETCCL_COLL_REDUCE)

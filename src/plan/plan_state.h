@@ -12,17 +12,32 @@ enum {
   HETCCL_SCRATCH_SHARD,       /* AllReduce: the domain-reduced shard */
   HETCCL_SCRATCH_PARTIALS,    /* k-way: other domains' partials */
   HETCCL_SCRATCH_RESULT,      /* ReduceScatter: full AllReduce result; Reduce: domain partial */
-  HETCCL_SCRATCH_GATHER,      /* AllGather: the domain's blocks */
+  HETCCL_SCRATCH_GATHER,      /* AllGather: the other domains' blocks (F_d); the domain's own when not one run */
   HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
+  HETCCL_SCRATCH_RS_INPUT,    /* ReduceScatter: the input laid out for the vendor phase (own blocks, F_d padded) */
+  HETCCL_SCRATCH_RS_PARTIALS, /* ReduceScatter: every domain's partial of this rank's block, then its F_d shard's */
   HETCCL_SCRATCH_SLOTS
 };
 _Static_assert(HETCCL_SCRATCH_SLOTS <= HETCCL_EXEC_SCRATCH_SLOTS, "the executor has a scratch slot for each plan step");
+
+/* Consecutive global ranks first .. first + len - 1. */
+struct hetccl_rank_run {
+  int first, len;
+};
 
 struct hetccl_plan_state {
   int ndomains;
   int *dom_size;        /* [ndomains] */
   int **dom_member;     /* [ndomains][dom_size]: global ranks, ascending */
   int *dom_rank_of;     /* [nranks]: rank within its domain */
+  /* A domain's members as runs of consecutive global ranks (one run when the
+   * domain is a block of the numbering), so plans copy a domain's blocks in
+   * O(runs), not O(members). */
+  struct hetccl_rank_run **dom_runs; /* [ndomains][dom_nruns] */
+  int *dom_nruns;                    /* [ndomains] */
+  /* The first global rank of F_d (every other domain's ranks, in domain
+   * order: foreign.h) when those are one run, else -1. */
+  int *foreign_first;                /* [ndomains] */
   struct hetccl_op *vops;   /* vendor batch being built */
   int nvops, vops_cap;
   struct hetccl_exec ex;              /* what the plans run on (exec/exec.h) */

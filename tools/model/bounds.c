@@ -25,11 +25,6 @@ enum { SHAPE_EQUAL2 = 1, SHAPE_UNEQUAL2 = 2, SHAPE_MANY = 4, SHAPE_ANY = 7 };
 static const struct {
   int coll, bound, shapes;
 } known[] = {
-    /* AllGather: one vendor broadcast per block of every other domain (N - n_d + 1 calls). */
-    {HETCCL_COLL_ALLGATHER, BOUND_VENDOR, SHAPE_ANY},
-    /* ReduceScatter: a domain's partial for the other domains' outputs lies
-     * on the few ranks whose shards hold those outputs (2x in equal domains). */
-    {HETCCL_COLL_REDUCESCATTER, BOUND_CROSS, SHAPE_ANY},
     /* Broadcast and Reduce: all bytes through the root and each domain's rank 0. */
     {HETCCL_COLL_BROADCAST, BOUND_CROSS, SHAPE_ANY},
     {HETCCL_COLL_REDUCE, BOUND_CROSS, SHAPE_ANY},
