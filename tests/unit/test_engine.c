@@ -709,6 +709,25 @@ static void run_large(struct child *c) {
   case_reduction(c, c->vc_ring, "ring/chain", HETCCL_COLL_REDUCE, hetcclInt32, K_AVG, 30011, 1, (int)(seed % c->n), seed);
 }
 
+/* Every rank's input a NaN of its own payload: which payload a sum or max
+ * of two NaNs keeps depends on operand order, so ranks that combine a pair
+ * in different orders end with different bits. The AllReduce hash compared
+ * across ranks (run_group) catches that; here every element must be a NaN. */
+static void case_nan_order(struct child *c, hetccl_vcomm *vc, const char *vcname, int combine) {
+  enum { N = 33 };
+  uint32_t in[N], out[N];
+  for (int i = 0; i < N; i++) in[i] = 0x7fc00000u | (uint32_t)((c->rank + 1) << 8) | (uint32_t)i;
+  struct hetccl_op op = {.coll = HETCCL_COLL_ALLREDUCE, .sendbuff = in, .recvbuff = out, .count = N,
+                         .dtype = hetcclFloat32};
+  op.redop.combine = combine;
+  hetcclResult_t rc = run1(vc, &op);
+  int bad = 0;
+  for (int i = 0; rc == hetcclSuccess && i < N; i++) bad += (out[i] & 0x7fffffffu) <= 0x7f800000u;
+  report(c, rc == hetcclSuccess && !bad, "AllReduce float32 %s of NaNs of per-rank payloads (%s): rc %d, %d not NaN",
+         combine == HETCCL_COMBINE_MAX ? "max" : "sum", vcname, rc, bad);
+  c->arhash = fnv(c->arhash, out, sizeof out);
+}
+
 /* The trees at counts just below small_bytes (vc_tree_edge: 64 KiB), where
  * the message is whole rounds of tens of KiB, and just above it (rings). */
 static void run_tree_edges(struct child *c) {
@@ -821,7 +840,12 @@ static int child_main(int rank, int n, int tid, uint64_t tag, int quick, struct 
 
   double t0 = now_s();
   run_matrix(&c);
-  if (n > 1) run_tree_edges(&c);
+  if (n > 1) {
+    run_tree_edges(&c);
+    case_nan_order(&c, c.vc_tree, "trees", HETCCL_COMBINE_SUM);
+    case_nan_order(&c, c.vc_tree, "trees", HETCCL_COMBINE_MAX);
+    if (n <= 8) case_nan_order(&c, c.vc_direct, "direct", HETCCL_COMBINE_SUM);
+  }
   double t1 = now_s();
   if (n <= 8) run_large(&c);
   double t2 = now_s();

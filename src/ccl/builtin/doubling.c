@@ -51,11 +51,17 @@ hetcclResult_t hetccl_eng_doubling_allreduce(struct hetccl_vcomm *vc, const char
     struct hetccl_eng_round x = {.send_peer = partner, .recv_peer = partner, .send_buf = out, .recv_buf = tmp,
                                  .send_bytes = bytes, .recv_bytes = bytes};
     HETCCL_TRY(hetccl_eng_round_run(vc, what, op, &x));
-    /* (lower block) op (upper block), the same operands in the same order on both ranks. */
-    if (r < partner)
+    /* (lower block) op (upper block), the same operands in the same order on
+     * both ranks, and into the lower operand on both: the host loops of
+     * dst == a and dst == b may keep different NaN payloads (the compiler
+     * may swap a commutative operation's operands), so the upper rank
+     * reduces into tmp and copies, running the very loop the lower rank runs. */
+    if (r < partner) {
       hetccl_host_reduce(out, out, 0, tmp, count, op->dtype, ro);
-    else
-      hetccl_host_reduce(out, tmp, 0, out, count, op->dtype, ro);
+    } else {
+      hetccl_host_reduce(tmp, tmp, 0, out, count, op->dtype, ro);
+      memcpy(out, tmp, bytes);
+    }
   }
   hetccl_host_finish(out, count, op->dtype, ro);
   if (r + p < n) {
