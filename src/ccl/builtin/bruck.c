@@ -12,7 +12,8 @@
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
 
-hetcclResult_t hetccl_eng_bruck_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op, char *out, size_t bytes) {
+hetcclResult_t hetccl_eng_bruck_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op, char *out,
+                                          size_t bytes) {
   int n = vc->nranks, r = vc->rank;
   void *s;
   HETCCL_TRY(hetccl_eng_scratch(vc, bytes * (size_t)n, &s));

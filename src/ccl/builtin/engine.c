@@ -60,7 +60,8 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
   vc->comm_error = args->comm_error;
   vc->chunk_bytes = args->chunk_bytes ? args->chunk_bytes : (512u << 10);
   vc->small_bytes = args->small_bytes;
-  vc->direct_max_ranks = args->direct_max_ranks > 0 ? args->direct_max_ranks : 8; /* HETCCL_ENGINE_DIRECT_MAX_RANKS' default */
+  /* 0 (callers that set no value): HETCCL_ENGINE_DIRECT_MAX_RANKS' default. */
+  vc->direct_max_ranks = args->direct_max_ranks > 0 ? args->direct_max_ranks : 8;
   vc->links = args->links;
   vc->members = args->members;
   vc->connect = args->connect;
