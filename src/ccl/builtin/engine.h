@@ -255,11 +255,13 @@ struct hetccl_eng_round {
 hetcclResult_t hetccl_eng_round_run(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
                                     const struct hetccl_eng_round *rd);
 
-/* Small reductions of domains above direct_max_ranks (doubling.c, tree.c). */
+/* Small collectives of domains above direct_max_ranks (doubling.c, halving.c, bruck.c, tree.c). */
 /* Recursive doubling: out = reduction of every rank's `in` (count elements),
  * bitwise the same on every rank; tmp: count elements of scratch. */
 hetcclResult_t hetccl_eng_doubling_allreduce(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
                                              const void *in, void *out, size_t count, void *tmp);
+/* Recursive halving reduce-scatter of op (n * count elements in, count out). */
+hetcclResult_t hetccl_eng_halving_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
 /* Bruck all-gather: every rank's `bytes` at out + rank*bytes, already in place at the own one. */
 hetcclResult_t hetccl_eng_bruck_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op, char *out, size_t bytes);
 /* Binomial trees rooted at op->root. */

@@ -3,12 +3,10 @@
  * reduction of all inputs (n * recvcount elements each). Small, in domains
  * of at most direct_max_ranks: each rank sends every other rank that rank's
  * shard of its input, and reduces what it receives in rank order; in larger
- * domains the whole input goes through the recursive doubling AllReduce
- * (doubling.c) into scratch and the rank keeps its shard. Large: the reduce-scatter half of the ring, with
- * partial sums in scratch (the output holds only the own shard).
+ * domains recursive halving (halving.c). Large: the reduce-scatter half of
+ * the ring, with partial sums in scratch (the output holds only the own
+ * shard).
  */
-#include <string.h>
-
 #include "device/reduce.h"
 #include "util/error.h"
 #include "ccl/builtin/engine.h"
@@ -22,18 +20,8 @@ hetcclResult_t hetccl_eng_reducescatter(struct hetccl_vcomm *vc, const struct he
     hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
-  if (shard * (size_t)n < vc->small_bytes && !hetccl_eng_small_direct(vc)) {
-    /* The whole input through recursive doubling, then the own shard: log2 n
-     * rounds of n * shard bytes (below small_bytes), O(log n) peers. */
-    void *s;
-    size_t all = shard * (size_t)n;
-    HETCCL_TRY(hetccl_eng_scratch(vc, 2 * all, &s));
-    char *acc = s;
-    HETCCL_TRY(hetccl_eng_doubling_allreduce(vc, "ReduceScatter", op, op->sendbuff, acc, op->count * (size_t)n,
-                                             acc + all));
-    memcpy(op->recvbuff, acc + (size_t)vc->rank * shard, shard);
-    return hetcclSuccess;
-  }
+  if (shard * (size_t)n < vc->small_bytes && !hetccl_eng_small_direct(vc))
+    return hetccl_eng_halving_reducescatter(vc, op);
   if (shard * (size_t)n < vc->small_bytes) {
     struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = shard,
                                 .out = op->recvbuff};
