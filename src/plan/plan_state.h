@@ -14,6 +14,13 @@ enum {
   HETCCL_SCRATCH_RESULT,      /* ReduceScatter: full AllReduce result; Reduce: domain partial */
   HETCCL_SCRATCH_GATHER,      /* AllGather: the domain's blocks */
   HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
+  /* Large Broadcast: the padded buffer of whole shards the vendor all-gather
+   * fills. Large Reduce: the input padded to whole shards, then (the
+   * reduce-scatter has read it: the same stream or thread orders them) the
+   * padded buffer the root's domain all-gathers the result into. */
+  HETCCL_SCRATCH_ROOTED_WHOLE,
+  HETCCL_SCRATCH_ROOTED_SHARD,    /* large Reduce: the domain-reduced shard */
+  HETCCL_SCRATCH_ROOTED_PARTIALS, /* large Reduce, root's domain: the other domains' partials of this rank's shard */
   HETCCL_SCRATCH_SLOTS
 };
 _Static_assert(HETCCL_SCRATCH_SLOTS <= HETCCL_EXEC_SCRATCH_SLOTS, "the executor has a scratch slot for each plan step");
