@@ -30,11 +30,6 @@ static const struct {
     /* ReduceScatter: a domain's partial for the other domains' outputs lies
      * on the few ranks whose shards hold those outputs (2x in equal domains). */
     {HETCCL_COLL_REDUCESCATTER, BOUND_CROSS, SHAPE_ANY},
-    /* Broadcast and Reduce: all bytes through the root and each domain's rank 0. */
-    {HETCCL_COLL_BROADCAST, BOUND_CROSS, SHAPE_ANY},
-    {HETCCL_COLL_REDUCE, BOUND_CROSS, SHAPE_ANY},
-    /* AllReduce over k > 2 domains: each owner sends its piece to all k - 1 others (k/2 of the ideal). */
-    {HETCCL_COLL_ALLREDUCE, BOUND_CROSS, SHAPE_MANY},
     {-2, -2, 0} /* end */
 };
 
