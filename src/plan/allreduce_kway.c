@@ -9,35 +9,13 @@
  * 2 (k - 1) / k of its piece, not (k - 1) times it, and every value is
  * computed once, so every copy of it is bitwise the same.
  *
- * Each rank walks only the pieces of its own shard: their boundaries are
- * those of every domain's partition inside [lo, hi).
+ * Each rank walks only the pieces of its own shard (range_pieces.h).
  */
 #include "plan/allreduce_kway.h"
 
+#include "plan/range_pieces.h"
 #include "util/checked_size.h"
 #include "util/error.h"
-
-/* End of the piece starting at `at`: the nearest shard boundary of any domain, at most hi. */
-static size_t piece_end(const struct hetccl_plan_state *st, size_t count, size_t at, size_t hi) {
-  size_t next = hi;
-  for (int d = 0; d < st->ndomains; d++) {
-    size_t s = hetccl_shard_size(count, st->dom_size[d]);
-    size_t b = (at / s + 1) * s;
-    if (b < next) next = b;
-  }
-  return next;
-}
-
-static int owner(const struct hetccl_plan_state *st, size_t count, int d, size_t at) {
-  return st->dom_member[d][at / hetccl_shard_size(count, st->dom_size[d])];
-}
-
-/* Sub-piece e of the piece [a, b): [*x, *y). */
-static void sub_piece(size_t a, size_t b, int k, int e, size_t *x, size_t *y) {
-  hetccl_shard(b - a, k, e, x, y);
-  *x += a;
-  *y += a;
-}
 
 hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct hetccl_op *op, const char *partial,
                                      char *res, size_t lo) {
@@ -54,12 +32,12 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
   /* Reduce-scatter among the owners: sub-piece e of my partial to domain
    * e's owner; my sub-piece of theirs into the slots. */
   for (a = lo; a < hi; a = b) {
-    b = piece_end(st, n, a, hi);
-    sub_piece(a, b, k, me, &mx, &my);
+    b = hetccl_range_piece_end(st, n, a, hi);
+    hetccl_sub_piece(a, b, k, me, &mx, &my);
     for (int e = 0; e < k; e++) {
       if (e == me) continue;
-      int peer = owner(st, n, e, a);
-      sub_piece(a, b, k, e, &x, &y);
+      int peer = hetccl_range_owner(st, n, e, a);
+      hetccl_sub_piece(a, b, k, e, &x, &y);
       if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, partial + (x - lo) * esz, (y - x) * esz));
       if (my > mx) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, SLOT(e) + (mx - lo) * esz, (my - mx) * esz));
     }
@@ -68,8 +46,8 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
 
   /* My sub-pieces: ((P0 op P1) op P2) ... into the result. */
   for (a = lo; a < hi; a = b) {
-    b = piece_end(st, n, a, hi);
-    sub_piece(a, b, k, me, &mx, &my);
+    b = hetccl_range_piece_end(st, n, a, hi);
+    hetccl_sub_piece(a, b, k, me, &mx, &my);
     if (my == mx) continue;
     char *out = res + mx * esz;
     for (int e = 1; e < k; e++) {
@@ -81,12 +59,12 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
 
   /* All-gather among the owners: my results out, theirs into the result. */
   for (a = lo; a < hi; a = b) {
-    b = piece_end(st, n, a, hi);
-    sub_piece(a, b, k, me, &mx, &my);
+    b = hetccl_range_piece_end(st, n, a, hi);
+    hetccl_sub_piece(a, b, k, me, &mx, &my);
     for (int e = 0; e < k; e++) {
       if (e == me) continue;
-      int peer = owner(st, n, e, a);
-      sub_piece(a, b, k, e, &x, &y);
+      int peer = hetccl_range_owner(st, n, e, a);
+      hetccl_sub_piece(a, b, k, e, &x, &y);
       if (my > mx) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, res + mx * esz, (my - mx) * esz));
       if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, res + x * esz, (y - x) * esz));
     }

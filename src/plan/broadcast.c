@@ -6,18 +6,23 @@
  * rank of every other domain; with two domains the root sends once), then
  * every domain broadcasts it with its library.
  *
- * Large: the root's domain broadcasts with its library. Then, for every
- * other domain e, its rank j receives shard j of e's partition
- * (ceil(count / n_e) elements), each piece of it from the rank of the
- * root's domain whose own shard holds that piece (overlap.h), and e
- * all-gathers the shards with its library (into padded scratch when count
- * does not divide). A rank of the root's domain sends its shard once per
- * other domain, a rank of another domain receives its shard once: per rank
- * count / n_d elements over links, whatever N, and one vendor call.
+ * Large: the root's domain broadcasts with its library. Every other domain
+ * e then gathers the buffer in shards of its own partition (rank j: shard
+ * j, ceil(count / n_e) elements) and all-gathers them with its library
+ * (into padded scratch when count does not divide). The shards cross as
+ * pieces (range_pieces.h: where the shards of every domain meet; each rank
+ * walks those of its own shard only), each cut in k - 1 shares, one per
+ * other domain: the rank of the root's domain that holds a piece sends
+ * domain e's share to e's owner of it, which passes it on to the owners in
+ * the remaining domains (with two domains, the whole piece straight from
+ * the root's domain). Each element leaves the root's domain once and
+ * enters every other domain once: a rank of the root's domain sends
+ * count / n_root, a rank of domain e receives count / n_e and sends at most
+ * that, whatever N and k; one vendor call a rank.
  */
 #include "plan/domain_tree.h"
-#include "plan/overlap.h"
 #include "plan/plan_state.h"
+#include "plan/range_pieces.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -46,35 +51,41 @@ static hetcclResult_t broadcast_small(struct hetccl_plan_state *st, const struct
   return hetccl_plan_vops_run(st);
 }
 
-/* The root's domain: its library's broadcast, then this rank's shard to the
- * ranks of every other domain whose shards meet it. */
+/* Non-root domain d's share of every piece: the sub-piece it takes from
+ * the root's domain and passes on to the other domains. */
+static int relay_of(int d, int root_dom) { return d < root_dom ? d : d - 1; }
+
+/* The root's domain: its library's broadcast, then, for every piece of this
+ * rank's shard, each other domain's share to its owner there. */
 static hetcclResult_t broadcast_large_root_domain(struct hetccl_plan_state *st, const struct hetccl_op *op, size_t esz) {
   const struct hetccl_topology *t = st->topo;
+  int k = st->ndomains, me = t->my_domain;
   struct hetccl_op v = *op;
   v.root = st->dom_rank_of[op->root];
   HETCCL_TRY(hetccl_plan_vop_add(st, &v));
   HETCCL_TRY(hetccl_plan_vops_run(st));
 
-  size_t lo, hi, a, b;
-  hetccl_shard(op->count, t->domain_size, t->domain_rank, &lo, &hi);
+  size_t n = op->count, lo, hi, a, b, x, y;
+  hetccl_shard(n, t->domain_size, t->domain_rank, &lo, &hi);
   const char *data = op->recvbuff; /* every rank of the domain holds the data now */
-  for (int e = 0; e < st->ndomains; e++) {
-    if (e == t->my_domain) continue;
-    struct hetccl_overlap o;
-    int j;
-    hetccl_overlap_begin(&o, op->count, st->dom_size[e], lo, hi);
-    while (hetccl_overlap_next(&o, &j, &a, &b))
-      HETCCL_TRY(hetccl_exec_send(&st->ex, st->dom_member[e][j], data + a * esz, (b - a) * esz));
+  for (a = lo; a < hi; a = b) {
+    b = hetccl_range_piece_end(st, n, a, hi);
+    for (int d = 0; d < k; d++) {
+      if (d == me) continue;
+      hetccl_sub_piece(a, b, k - 1, relay_of(d, me), &x, &y);
+      if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_range_owner(st, n, d, a), data + x * esz, (y - x) * esz));
+    }
   }
-  return hetccl_exec_exchange(&st->ex, "Broadcast exchange");
+  return hetccl_exec_exchange(&st->ex, "Broadcast from the root's domain");
 }
 
-/* Another domain: this rank's shard from the root's domain, then its
- * library's all-gather of the shards. */
+/* Another domain: its share of every piece of this rank's shard from the
+ * root's domain, the other shares from the other domains' owners (passing
+ * its own on to them), then its library's all-gather of the shards. */
 static hetcclResult_t broadcast_large_other_domain(struct hetccl_plan_state *st, const struct hetccl_op *op, size_t esz) {
   const struct hetccl_topology *t = st->topo;
-  int root_dom = t->domain_of[op->root], nd = t->domain_size;
-  size_t n = op->count, s = hetccl_shard_size(n, nd), lo, hi, a, b;
+  int k = st->ndomains, me = t->my_domain, root_dom = t->domain_of[op->root], nd = t->domain_size;
+  size_t n = op->count, s = hetccl_shard_size(n, nd), lo, hi, a, b, x, y, mx, my;
   hetccl_shard(n, nd, t->domain_rank, &lo, &hi);
   char *whole = op->recvbuff;
   if (s * (size_t)nd != n) {
@@ -82,12 +93,25 @@ static hetcclResult_t broadcast_large_other_domain(struct hetccl_plan_state *st,
     HETCCL_TRY(hetccl_size_bytes("Broadcast: padded shards", s, esz, (size_t)nd, &padded));
     HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_WHOLE, padded, (void **)&whole));
   }
-  struct hetccl_overlap o;
-  int j;
-  hetccl_overlap_begin(&o, n, st->dom_size[root_dom], lo, hi);
-  while (hetccl_overlap_next(&o, &j, &a, &b))
-    HETCCL_TRY(hetccl_exec_recv(&st->ex, st->dom_member[root_dom][j], whole + a * esz, (b - a) * esz));
-  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast exchange"));
+  for (a = lo; a < hi; a = b) {
+    b = hetccl_range_piece_end(st, n, a, hi);
+    hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+    if (my > mx)
+      HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_range_owner(st, n, root_dom, a), whole + mx * esz, (my - mx) * esz));
+  }
+  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast from the root's domain"));
+  for (a = lo; a < hi && k > 2; a = b) {
+    b = hetccl_range_piece_end(st, n, a, hi);
+    hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+    for (int d = 0; d < k; d++) {
+      if (d == me || d == root_dom) continue;
+      int peer = hetccl_range_owner(st, n, d, a);
+      hetccl_sub_piece(a, b, k - 1, relay_of(d, root_dom), &x, &y);
+      if (my > mx) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, whole + mx * esz, (my - mx) * esz));
+      if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, whole + x * esz, (y - x) * esz));
+    }
+  }
+  HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast among the other domains"));
 
   if (nd > 1) { /* a one-rank domain has received the whole buffer */
     struct hetccl_op v = *op;

@@ -20,7 +20,7 @@ enum {
    * padded buffer the root's domain all-gathers the result into. */
   HETCCL_SCRATCH_ROOTED_WHOLE,
   HETCCL_SCRATCH_ROOTED_SHARD,    /* large Reduce: the domain-reduced shard */
-  HETCCL_SCRATCH_ROOTED_PARTIALS, /* large Reduce, root's domain: the other domains' partials of this rank's shard */
+  HETCCL_SCRATCH_ROOTED_PARTIALS, /* large Reduce: other domains' partials of this rank's shard, laid out like it */
   HETCCL_SCRATCH_SLOTS
 };
 _Static_assert(HETCCL_SCRATCH_SLOTS <= HETCCL_EXEC_SCRATCH_SLOTS, "the executor has a scratch slot for each plan step");
