@@ -67,21 +67,28 @@ static hetcclResult_t reduce_small(struct hetccl_plan_state *st, const struct he
  * it combines. */
 static int relay_of(int d, int root_dom) { return d < root_dom ? d : d - 1; }
 
-/* Domain d's partial of this rank's shard in the combine: this rank's own
- * (mine) or slot d of `slots`, each laid out like the shard. */
-static const char *partial_of(int d, int me, const char *mine, const char *slots, size_t shard_bytes) {
-  return d == me ? mine : slots + (size_t)d * shard_bytes;
+/* The other domains' partials of this rank's shard, each laid out like the
+ * shard: at slot d, or with no slot for this rank's domain (skip_me), d's
+ * at slot d - 1 after it. */
+struct partials {
+  const char *slots;
+  size_t shard_bytes;
+  int me, skip_me;
+};
+
+/* Domain d's partial: this rank's own (mine) or its slot. */
+static const char *partial_of(const struct partials *p, int d, const char *mine) {
+  if (d == p->me) return mine;
+  return p->slots + (size_t)(p->skip_me && d > p->me ? d - 1 : d) * p->shard_bytes;
 }
 
 /* out = ((P0 op P1) op P2) ... over the elements [x, y) of the shard starting at lo, then integer Avg's division. */
 static hetcclResult_t combine(struct hetccl_plan_state *st, const struct hetccl_op *op, char *out, const char *mine,
-                              const char *slots, size_t shard_bytes, size_t x, size_t y, size_t lo) {
+                              const struct partials *p, size_t x, size_t y, size_t lo) {
   size_t esz = hetccl_type_size(op->dtype), off = (x - lo) * esz;
-  int k = st->ndomains, me = st->topo->my_domain;
-  for (int d = 1; d < k; d++) {
-    const char *left = d > 1 ? out : partial_of(0, me, mine, slots, shard_bytes) + off;
-    HETCCL_TRY(hetccl_exec_reduce(&st->ex, out, left, partial_of(d, me, mine, slots, shard_bytes) + off, y - x, op->dtype,
-                                  &op->redop));
+  for (int d = 1; d < st->ndomains; d++) {
+    const char *left = d > 1 ? out : partial_of(p, 0, mine) + off;
+    HETCCL_TRY(hetccl_exec_reduce(&st->ex, out, left, partial_of(p, d, mine) + off, y - x, op->dtype, &op->redop));
   }
   return hetccl_exec_finish(&st->ex, out, y - x, op->dtype, &op->redop);
 }
@@ -95,23 +102,20 @@ static hetcclResult_t reduce_two_domains(struct hetccl_plan_state *st, const str
   int me = t->my_domain, root_dom = t->domain_of[op->root], other = 1 - me;
   size_t n = op->count, esz = hetccl_type_size(op->dtype), s = hetccl_shard_size(n, t->domain_size), lo, hi, a, b;
   hetccl_shard(n, t->domain_size, t->domain_rank, &lo, &hi);
-  char *slots = NULL; /* the root's domain: slot `other` holds the other domain's partial (slot `me` unused) */
-  if (me == root_dom) {
-    size_t slots_bytes = 0;
-    HETCCL_TRY(hetccl_size_bytes("Reduce: other domains' partials", s, esz, 2, &slots_bytes));
-    HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_PARTIALS, slots_bytes, (void **)&slots));
-  }
+  char *slot = NULL; /* the root's domain: the other domain's partial */
+  if (me == root_dom) HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_PARTIALS, s * esz, (void **)&slot));
   for (a = lo; a < hi; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
     int peer = hetccl_range_owner(st, n, other, a);
     if (me == root_dom)
-      HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, slots + ((size_t)other * s + (a - lo)) * esz, (b - a) * esz));
+      HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, slot + (a - lo) * esz, (b - a) * esz));
     else
       HETCCL_TRY(hetccl_exec_send(&st->ex, peer, partial + (a - lo) * esz, (b - a) * esz));
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Reduce exchange"));
   if (me != root_dom || hi == lo) return hetcclSuccess;
-  return combine(st, op, res + lo * esz, partial, slots, s * esz, lo, hi, lo);
+  struct partials p = {.slots = slot, .shard_bytes = s * esz, .me = me, .skip_me = 1};
+  return combine(st, op, res + lo * esz, partial, &p, lo, hi, lo);
 }
 
 /* More domains: each piece cut in k - 1 shares, one per non-root domain.
@@ -147,6 +151,7 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
     }
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Reduce to the relays"));
+  struct partials p = {.slots = slots, .shard_bytes = s * esz, .me = me, .skip_me = 0};
 
   for (a = lo; a < hi; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
@@ -154,7 +159,7 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
       hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
       if (my == mx) continue;
       char *out = slots + ((size_t)me * s + (mx - lo)) * esz;
-      HETCCL_TRY(combine(st, op, out, partial, slots, s * esz, mx, my, lo));
+      HETCCL_TRY(combine(st, op, out, partial, &p, mx, my, lo));
       HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_range_owner(st, n, root_dom, a), out, (my - mx) * esz));
       continue;
     }
