@@ -51,10 +51,6 @@ static hetcclResult_t broadcast_small(struct hetccl_plan_state *st, const struct
   return hetccl_plan_vops_run(st);
 }
 
-/* Non-root domain d's share of every piece: the sub-piece it takes from
- * the root's domain and passes on to the other domains. */
-static int relay_of(int d, int root_dom) { return d < root_dom ? d : d - 1; }
-
 /* The root's domain: its library's broadcast, then, for every piece of this
  * rank's shard, each other domain's share to its owner there. */
 static hetcclResult_t broadcast_large_root_domain(struct hetccl_plan_state *st, const struct hetccl_op *op, size_t esz) {
@@ -72,7 +68,7 @@ static hetcclResult_t broadcast_large_root_domain(struct hetccl_plan_state *st, 
     b = hetccl_range_piece_end(st, n, a, hi);
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
-      hetccl_sub_piece(a, b, k - 1, relay_of(d, me), &x, &y);
+      hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, me), &x, &y);
       if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_range_owner(st, n, d, a), data + x * esz, (y - x) * esz));
     }
   }
@@ -95,18 +91,18 @@ static hetcclResult_t broadcast_large_other_domain(struct hetccl_plan_state *st,
   }
   for (a = lo; a < hi; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
-    hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+    hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     if (my > mx)
       HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_range_owner(st, n, root_dom, a), whole + mx * esz, (my - mx) * esz));
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast from the root's domain"));
   for (a = lo; a < hi && k > 2; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
-    hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+    hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     for (int d = 0; d < k; d++) {
       if (d == me || d == root_dom) continue;
       int peer = hetccl_range_owner(st, n, d, a);
-      hetccl_sub_piece(a, b, k - 1, relay_of(d, root_dom), &x, &y);
+      hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
       if (my > mx) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, whole + mx * esz, (my - mx) * esz));
       if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, whole + x * esz, (y - x) * esz));
     }

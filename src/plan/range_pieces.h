@@ -34,4 +34,10 @@ static inline void hetccl_sub_piece(size_t a, size_t b, int nq, int q, size_t *x
   *y += a;
 }
 
+/* Large Broadcast and Reduce over k > 2 domains cut every piece in k - 1
+ * shares, one per domain other than the root's, which relays it (takes it
+ * from the root's domain and passes it on; combines it and passes it back):
+ * domain d's share. */
+static inline int hetccl_relay_share(int d, int root_dom) { return d < root_dom ? d : d - 1; }
+
 #endif

@@ -63,10 +63,6 @@ static hetcclResult_t reduce_small(struct hetccl_plan_state *st, const struct he
   return hetccl_exec_finish(&st->ex, mine, op->count, op->dtype, &op->redop); /* v == 0: the root */
 }
 
-/* Non-root domain d's share of every piece: the sub-piece whose k partials
- * it combines. */
-static int relay_of(int d, int root_dom) { return d < root_dom ? d : d - 1; }
-
 /* The other domains' partials of this rank's shard, each laid out like the
  * shard: at slot d, or with no slot for this rank's domain (skip_me), d's
  * at slot d - 1 after it. */
@@ -138,12 +134,12 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
   }
   for (a = lo; a < hi; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
-    if (relay) hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+    if (relay) hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
       int peer = hetccl_range_owner(st, n, d, a);
       if (d != root_dom) {
-        hetccl_sub_piece(a, b, k - 1, relay_of(d, root_dom), &x, &y);
+        hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
         if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, partial + (x - lo) * esz, (y - x) * esz));
       }
       if (my > mx)
@@ -156,7 +152,7 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
   for (a = lo; a < hi; a = b) {
     b = hetccl_range_piece_end(st, n, a, hi);
     if (relay) {
-      hetccl_sub_piece(a, b, k - 1, relay_of(me, root_dom), &mx, &my);
+      hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
       if (my == mx) continue;
       char *out = slots + ((size_t)me * s + (mx - lo)) * esz;
       HETCCL_TRY(combine(st, op, out, partial, &p, mx, my, lo));
@@ -165,7 +161,7 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
     }
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
-      hetccl_sub_piece(a, b, k - 1, relay_of(d, root_dom), &x, &y);
+      hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
       if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_range_owner(st, n, d, a), res + x * esz, (y - x) * esz));
     }
   }
