@@ -1,0 +1,315 @@
+#!/bin/bash
+# 64 host ranks in 2 domains on 4 "hosts": four network namespaces this test
+# makes, each joined by a veth pair to a bridge in a fifth (addresses
+# 198.18.0.1-4/24, the benchmarking range), so every namespace reaches every
+# other; 16 ranks in each, each namespace with its own /dev/shm (as a real
+# host has), so shared memory wrongly used across "hosts" fails instead of
+# silently working. Ranks are tests/integration/test_collectives in its
+# one-rank mode; each checks every result against the harness's references.
+#
+# Jobs (64 ranks each; the rank r runs in namespace r / 16):
+#   socket         domains by parity (32 + 32, both on all four hosts), links
+#                  as the library picks them: shm inside a namespace, socket
+#                  between namespaces (each link's transport is checked)
+#   socket-uneven  16 + 48 (domain d0: r % 4 == 0), every link socket,
+#                  HETCCL_SMALL_BYTES=0 (the built-in engine's rings and
+#                  chains at every size)
+#   ofi            domains by parity, every link ofi over tcp;ofi_rxm; SKIPs
+#                  with a message when the build has no libfabric
+# Each runs every collective (--in-turn: one collective after another, over
+# float32 with sum and max, counts 0, 1, 7 and 1000), so a hang fails
+# (HETCCL_TIMEOUT_MS, the harness's alarm, a KILL timeout per rank) instead
+# of blocking.
+#
+# Links counted: at HETCCL_DEBUG=INFO the library logs each link it makes
+# ("rank R -> P: link over T"), and test_collectives logs "collective X
+# begins" before each collective, so the links each collective opened are
+# known per rank. The collectives run in two parts:
+#   1. AllReduce, Broadcast, Reduce, AllGather, ReduceScatter. Per rank, the
+#      links to other domains are at most
+#        P + T(r) + (k - 1) + (r leads its domain ? R : 0)
+#      P = (k - 1)(2 ceil(n_max / n_min) + 1), the scale model's bound for one
+#          call of these five (tools/model/bounds.c; 3 for 32 + 32, 7 for
+#          16 + 48): the shard-piece partners of AllReduce, AllGather and
+#          ReduceScatter, a function of the domains' shape only;
+#      T(r) = r's peers of another domain in the root agreement's tree
+#          ((r - 1) / 2, 2r + 1, 2r + 2: plan/agree.c), at most 3;
+#      k - 1 = the leaders (lowest rank) of the other domains, which a root
+#          sends to (Broadcast) or receives from (Reduce): plan/rooted.c;
+#      R = the Broadcast and Reduce calls with data, whose roots (the
+#          harness rotates them) a leader talks to: a number of this test's
+#          calls, not of N.
+#      Inside a domain: with HETCCL_SMALL_BYTES=0 at most 2 (the engine's
+#      ring and chain neighbours); by default the engine's small algorithms
+#      send directly to every domain peer (src/ccl/builtin/README.md), so
+#      there the bound is the domain's size less one: the one count here
+#      that grows with N, by the engine's design.
+#   2. SendRecv, Gather, Scatter, AlltoAll, AlltoAllv: AlltoAll reaches every
+#      peer, so after it each rank holds exactly N - 1 links, each made once.
+#
+# Usage: test_64_ranks.sh <build-dir>
+# Skips (exit 0, "SKIP: ...") when not root or namespaces cannot be made.
+# TEST_64_LINK_SLACK=<n> (default 0) is added to every bound of part 1; a
+# negative value shows that the bounds fail when exceeded.
+set -u
+
+BUILD=${1:?usage: test_64_ranks.sh <build-dir>}
+BIN="$BUILD/bin/test_collectives"
+INFO="$BUILD/bin/hetccl-info"
+if [ ! -x "$BIN" ] || [ ! -x "$INFO" ]; then
+  echo "FAIL: $BIN or $INFO is missing (build the test_collectives and hetccl-info targets)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: not root: creating network namespaces needs CAP_SYS_ADMIN"
+  exit 0
+fi
+if ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
+  echo "SKIP: the ip (iproute2) or unshare (util-linux) command is missing"
+  exit 0
+fi
+
+NNS=4           # namespaces ("hosts")
+PER=16          # ranks in each
+N=$((NNS * PER))
+SLACK=${TEST_64_LINK_SLACK:-0}
+TAG="h64-$$"
+HUB="hetccl-$TAG-hub"
+IF=hetccl-n     # the same name in every namespace: one HETCCL_SOCKET_IFNAME
+WORK=$(mktemp -d /tmp/hetccl-64-ranks.XXXXXX)
+PIDS=()
+ns_name() { echo "hetccl-$TAG-$1"; }
+
+cleanup() {
+  local p i ns
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  # The ranks run under `timeout`, in process groups of their own: end every
+  # process left in the namespaces this test made.
+  for ((i = 0; i < NNS; i++)); do
+    ns=$(ns_name $i)
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+  done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  for ((i = 0; i < NNS; i++)); do ip netns del "$(ns_name $i)" 2>/dev/null; done
+  ip netns del "$HUB" 2>/dev/null
+  [ -n "${TEST_64_KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM HUP
+
+skip() {
+  echo "SKIP: $*"
+  exit 0
+}
+fail_setup() {
+  echo "FAIL: network setup: $*"
+  echo "0 passed, 1 failed"
+  exit 1
+}
+err=$(ip netns add "$HUB" 2>&1) || skip "the kernel refused a network namespace (ip netns add: $err)"
+err=$(ip -n "$HUB" link add br0 type bridge stp_state 0 forward_delay 0 2>&1) || skip "the kernel refused a bridge (ip link add: $err)"
+ip -n "$HUB" link set br0 up || fail_setup "br0 up"
+for ((i = 0; i < NNS; i++)); do
+  ns=$(ns_name $i)
+  err=$(ip netns add "$ns" 2>&1) || skip "the kernel refused a network namespace (ip netns add: $err)"
+  err=$(ip link add "$IF" netns "$ns" type veth peer name "port$i" netns "$HUB" 2>&1) ||
+    skip "the kernel refused a veth pair between namespaces (ip link add: $err)"
+  ip -n "$HUB" link set "port$i" master br0 || fail_setup "port$i on the bridge"
+  ip -n "$HUB" link set "port$i" up || fail_setup "port$i up"
+  ip -n "$ns" addr add "198.18.0.$((i + 1))/24" dev "$IF" || fail_setup "address in $ns"
+  ip -n "$ns" link set lo up || fail_setup "lo up in $ns"
+  ip -n "$ns" link set "$IF" up || fail_setup "$IF up in $ns"
+done
+# Ranks start once every bridge port forwards (no spanning tree: at once).
+for ((i = 0; i < NNS; i++)); do
+  for ((w = 0; w < 50; w++)); do
+    ip -n "$HUB" -d link show "port$i" | grep -q 'state forwarding' && break
+    sleep 0.1
+  done
+  [ $w -lt 50 ] || fail_setup "bridge port port$i does not forward"
+done
+
+HAVE_OFI=0
+"$INFO" 2>/dev/null | grep -A1 '^libfabric' | tail -1 | grep -q 'libfabric 1\.' && HAVE_OFI=1
+
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# What every job runs (see the header for the two parts).
+PART1=allreduce,broadcast,reduce,allgather,reducescatter
+PART2=sendrecv,gather,scatter,alltoall,alltoallv
+COUNTS=0,1,7,1000
+TYPES=float32
+OPS=sum,max
+# R: Broadcast and Reduce calls with data. Per type and non-zero count: 2
+# Broadcasts and 2 Reduces per op (in place and out of place); per float
+# type 2 Reduces more over the rounding data (test_collectives.c).
+NZ=$(echo "$COUNTS" | tr ',' '\n' | grep -vc '^0$')
+NTYPES=$(echo "$TYPES" | tr ',' '\n' | wc -l)
+NOPS=$(echo "$OPS" | tr ',' '\n' | wc -l)
+ROOTED=$((NTYPES * NZ * (2 + 2 * NOPS) + 2 * NTYPES))
+RANK_TIMEOUT=100 # test_collectives' own alarm fires 30 s after it
+
+PASSED=0
+FAILED=0
+
+# $1 job name, $2 domain rule (parity | quarter), $3 HETCCL_TRANSPORT ("" to
+# let the library choose), $4 HETCCL_SMALL_BYTES ("" for the default).
+run_job() {
+  local name=$1 rule=$2 transport=$3 small=$4 dir="$WORK/$1" i r
+  mkdir -p "$dir"
+  local -a dom
+  for ((r = 0; r < N; r++)); do
+    case $rule in
+      parity) dom[r]=$((r % 2)) ;;
+      quarter) dom[r]=$((r % 4 == 0 ? 0 : 1)) ;;
+    esac
+  done
+  local t0
+  t0=$(date +%s.%N)
+  # One shell per namespace, with a private /dev/shm, starts its 16 ranks.
+  local script='mount -t tmpfs -o size=2g hetccl-shm /dev/shm || exit 97
+dir=$1 first=$2 doms=($3)
+shift 3
+pids=""
+for ((r = first; r < first + '"$PER"'; r++)); do
+  HETCCL_DOMAIN=d${doms[r]} timeout -s KILL '"$((RANK_TIMEOUT + 40))"' '"$BIN"' --rank $r --nranks '"$N"' \
+    --id-file "$dir/id" "$@" >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
+  pids="$pids $!"
+done
+rc=0
+for p in $pids; do wait $p || rc=1; done
+exit $rc'
+  local -a envs=(HETCCL_DEBUG=INFO HETCCL_SOCKET_IFNAME="$IF" HETCCL_TIMEOUT_MS=60000)
+  [ -n "$transport" ] && envs+=(HETCCL_TRANSPORT="$transport")
+  # Only for ofi: the provider named makes ofi the default between hosts.
+  [ "$transport" = ofi ] && envs+=(HETCCL_OFI_PROVIDER=tcp)
+  [ -n "$small" ] && envs+=(HETCCL_SMALL_BYTES="$small")
+  PIDS=()
+  for ((i = 0; i < NNS; i++)); do
+    ip netns exec "$(ns_name $i)" env "${envs[@]}" unshare -m --propagation private bash -c "$script" bash \
+      "$dir" $((i * PER)) "${dom[*]}" --in-turn "$PART1,$PART2" --counts "$COUNTS" --types "$TYPES" --ops "$OPS" \
+      --timeout "$RANK_TIMEOUT" &
+    PIDS+=($!)
+  done
+  local rc=0 p
+  for p in "${PIDS[@]}"; do wait "$p" || rc=1; done
+  PIDS=()
+  local secs
+  secs=$(elapsed "$t0")
+
+  # Results: every rank's closing line.
+  local jp=0 jf=0 line
+  for ((r = 0; r < N; r++)); do
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$dir/rank$r.out" | tail -1)
+    if [ -z "$line" ]; then
+      echo "FAIL: $name: rank $r printed no result (crashed, hung or was killed); its stderr:"
+      grep -v ' INFO ' "$dir/rank$r.err" | tail -n 20
+      jf=$((jf + 1))
+      continue
+    fi
+    jp=$((jp + ${line%% *}))
+    line=${line#* passed, }
+    jf=$((jf + ${line%% *}))
+    if [ "${line%% *}" != 0 ]; then
+      echo "FAIL: $name: rank $r: ${line%% *} failed; first failures:"
+      grep -m 10 FAIL "$dir/rank$r.err"
+    fi
+  done
+  if [ $rc -ne 0 ] && [ $jf -eq 0 ]; then
+    echo "FAIL: $name: a rank exited non-zero with no failed case"
+    jf=1
+  fi
+
+  # Links: per rank, from its log (see the header).
+  local k=2 nd0=0 nd1=0 lead0=-1 lead1=-1
+  for ((r = 0; r < N; r++)); do
+    if [ "${dom[r]}" = 0 ]; then
+      nd0=$((nd0 + 1))
+      [ $lead0 -lt 0 ] && lead0=$r
+    else
+      nd1=$((nd1 + 1))
+      [ $lead1 -lt 0 ] && lead1=$r
+    fi
+  done
+  local lo=$((nd0 < nd1 ? nd0 : nd1)) hi=$((nd0 < nd1 ? nd1 : nd0))
+  local P=$(((k - 1) * (2 * ((hi + lo - 1) / lo) + 1)))
+  local summary
+  summary=$(awk -v N="$N" -v PER="$PER" -v P="$P" -v K="$k" -v R="$ROOTED" -v SLACK="$SLACK" -v L0="$lead0" \
+    -v L1="$lead1" -v ND0="$nd0" -v ND1="$nd1" -v SMALL="$small" -v FORCED="$transport" -v PART2="$PART2" \
+    -v DOMS="${dom[*]}" -v NAME="$name" '
+    BEGIN { split(DOMS, d, " "); for (r = 0; r < N; r++) dom[r] = d[r + 1]; split(PART2, p2, ",");
+            for (i in p2) part2[p2[i]] = 1 }
+    FNR == 1 { if (me != "") finish(); me = FILENAME; sub(/.*rank/, "", me); sub(/\.err$/, "", me); me += 0;
+               in2 = 0; nx1 = nd1 = 0; nlinks = 0; split("", seen); bad = ""; nwhy = 0 }
+    /^collective [a-z]+ begins$/ { if ($2 in part2) in2 = 1; next }
+    / link over / {
+      for (i = 1; i < NF; i++) if ($i == "->") { p = $(i + 1); sub(/:$/, "", p); p += 0 }
+      t = $NF; nlinks++
+      if (p in seen && nwhy++ < 3) bad = bad sprintf(" link to %d made twice;", p)
+      seen[p] = 1
+      want = FORCED != "" ? FORCED : (int(p / PER) == int(me / PER) ? "shm" : "socket")
+      if (t != want && nwhy++ < 3) bad = bad sprintf(" link to %d over %s, want %s;", p, t, want)
+      if (!in2) { if (dom[p] != dom[me]) nx1++; else nd1++ }
+    }
+    function tree_peers(r, cross,   c, n) {
+      n = 0
+      if (r > 0 && (dom[int((r - 1) / 2)] != dom[r]) == cross) n++
+      for (c = 2 * r + 1; c <= 2 * r + 2; c++) if (c < N && (dom[c] != dom[r]) == cross) n++
+      return n
+    }
+    function finish(   bx, bd) {
+      bx = 3 * P + tree_peers(me, 1) + (K - 1) + ((me == L0 || me == L1) ? R : 0) + SLACK
+      bd = (SMALL == "0" ? 2 : (dom[me] == 0 ? ND0 : ND1) - 1) + tree_peers(me, 0) + 2 * P + SLACK
+      if (nx1 > bx) bad = bad sprintf(" part 1: %d links to other domains, bound %d;", nx1, bx)
+      if (nd1 > bd) bad = bad sprintf(" part 1: %d links inside its domain, bound %d;", nd1, bd)
+      if (nlinks != N - 1) bad = bad sprintf(" %d links after part 2, want %d;", nlinks, N - 1)
+      if (bad != "") { printf "FAIL: %s: rank %d:%s\n", NAME, me, bad; nbad++ }
+      lead = me == L0 || me == L1
+      if (nx1 > mx[lead]) mx[lead] = nx1
+      if (bx > bxm[lead]) bxm[lead] = bx
+      if (nd1 > md) md = nd1
+      if (bd > bdm) bdm = bd
+      if (ranks == 0 || bx - nx1 < margin) margin = bx - nx1
+      if (bd - nd1 < margin) margin = bd - nd1
+      if (nlinks > mt) mt = nlinks
+      ranks++
+    }
+    END { if (me != "") finish();
+          printf "links after part 1, most on a rank (largest bound): to other domains %d (%d) on a non-leader, %d (%d) on a leader; inside a domain %d (%d); smallest margin %d. After part 2: %d on each of %d ranks\n", mx[0], bxm[0], mx[1], bxm[1], md, bdm, margin, mt, ranks
+          exit nbad > 0 }' "$dir"/rank*.err)
+  local lrc=$?
+  echo "$summary"
+  if [ $lrc -ne 0 ]; then
+    jf=$((jf + 1))
+  else
+    jp=$((jp + 1))
+  fi
+  PASSED=$((PASSED + jp))
+  FAILED=$((FAILED + jf))
+  printf '%s (%d ranks, domains %d + %d, transport %s): %d passed, %d failed, %s s\n' "$name" "$N" "$nd0" "$nd1" \
+    "${transport:-shm+socket}" "$jp" "$jf" "$secs"
+}
+
+T_START=$(date +%s.%N)
+JOBS=${TEST_64_JOBS:-socket socket-uneven ofi}
+for job in $JOBS; do
+  case $job in
+    socket) run_job socket parity "" "" ;;
+    socket-uneven) run_job socket-uneven quarter socket 0 ;;
+    ofi)
+      if [ $HAVE_OFI = 1 ]; then
+        run_job ofi parity ofi ""
+      else
+        echo "SKIP: ofi: this build has no libfabric (hetccl-info lists none; scripts/install-deps.sh installs libfabric-dev, then rebuild)"
+      fi
+      ;;
+    *)
+      echo "FAIL: TEST_64_JOBS: no job named $job"
+      FAILED=$((FAILED + 1))
+      ;;
+  esac
+done
+printf 'test_64_ranks: %s s\n' "$(elapsed "$T_START")"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
