@@ -220,24 +220,36 @@ exit $rc'
   local secs
   secs=$(elapsed "$t0")
 
-  # Results: every rank's closing line.
-  local jp=0 jf=0 line
+  # Results: every rank's closing line. Up to 8 failing ranks say why,
+  # those with no result first (the likely cause: a hang or a crash shows
+  # up in its peers as timeouts), each with where it was (its last log
+  # lines, the library's included: which collective, which links).
+  local jp=0 jf=0 line told=0
+  local -a silent=() failing=()
   for ((r = 0; r < N; r++)); do
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$dir/rank$r.out" | tail -1)
     if [ -z "$line" ]; then
-      echo "FAIL: $name: rank $r printed no result (crashed, hung or was killed); its stderr:"
-      grep -v ' INFO ' "$dir/rank$r.err" | tail -n 20
       jf=$((jf + 1))
+      silent+=($r)
       continue
     fi
     jp=$((jp + ${line%% *}))
     line=${line#* passed, }
     jf=$((jf + ${line%% *}))
-    if [ "${line%% *}" != 0 ]; then
-      echo "FAIL: $name: rank $r: ${line%% *} failed; first failures:"
-      grep -m 10 FAIL "$dir/rank$r.err"
-    fi
+    [ "${line%% *}" != 0 ] && failing+=($r)
   done
+  for r in "${silent[@]}"; do
+    [ $((told++)) -lt 8 ] || continue
+    echo "FAIL: $name: rank $r printed no result (crashed, hung or was killed); the end of its stderr:"
+    grep -v ' INFO ' "$dir/rank$r.err" | tail -n 10
+    grep -E 'begins$| INFO ' "$dir/rank$r.err" | tail -n 3
+  done
+  for r in "${failing[@]}"; do
+    [ $((told++)) -lt 8 ] || continue
+    echo "FAIL: $name: rank $r: its first failures:"
+    grep -m 5 FAIL "$dir/rank$r.err"
+  done
+  [ $told -gt 8 ] && echo "FAIL: $name: $((told - 8)) more ranks failed (${#silent[@]} in all printed no result)"
   if [ $rc -ne 0 ] && [ $jf -eq 0 ]; then
     echo "FAIL: $name: a rank exited non-zero with no failed case"
     jf=1
@@ -265,7 +277,8 @@ exit $rc'
     FNR == 1 { if (me != "") finish(); me = FILENAME; sub(/.*rank/, "", me); sub(/\.err$/, "", me); me += 0;
                in2 = 0; nx1 = nd1 = 0; nlinks = 0; split("", seen); bad = ""; nwhy = 0 }
     /^collective [a-z]+ begins$/ { if ($2 in part2) in2 = 1; next }
-    / link over / {
+    / links open \([0-9]+ file descriptors\)$/ { f = $(NF - 2); sub(/^\(/, "", f); if (f + 0 > fds) fds = f + 0 }
+    / rank [0-9]+ -> [0-9]+: link over [a-z]+$/ {
       for (i = 1; i < NF; i++) if ($i == "->") { p = $(i + 1); sub(/:$/, "", p); p += 0 }
       t = $NF; nlinks++
       if (p in seen && nwhy++ < 3) bad = bad sprintf(" link to %d made twice;", p)
@@ -299,7 +312,7 @@ exit $rc'
     }
     END { if (me != "") finish();
           if (nbad > 10) printf "FAIL: %s: %d more ranks over their link bounds\n", NAME, nbad - 10
-          printf "links after part 1, most on a rank (largest bound): to other domains %d (%d) on a non-leader, %d (%d) on a leader; inside a domain %d (%d); smallest margin %d. After part 2: %d on each of %d ranks\n", mx[0], bxm[0], mx[1], bxm[1], md, bdm, margin, mt, ranks
+          printf "links after part 1, most on a rank (largest bound): to other domains %d (%d) on a non-leader, %d (%d) on a leader; inside a domain %d (%d); smallest margin %d. After part 2: %d on each of %d ranks, %d file descriptors for them at most\n", mx[0], bxm[0], mx[1], bxm[1], md, bdm, margin, mt, ranks, fds
           exit nbad > 0 }' "$dir"/rank*.err)
   local lrc=$?
   echo "$summary"
