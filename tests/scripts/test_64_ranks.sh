@@ -311,8 +311,9 @@ exit $rc'
       ranks++
     }
     END { if (me != "") finish();
+          if (ranks != N) { printf "FAIL: %s: %d ranks logged anything, want %d\n", NAME, ranks, N; nbad++ }
           if (nbad > 10) printf "FAIL: %s: %d more ranks over their link bounds\n", NAME, nbad - 10
-          printf "links after part 1, most on a rank (largest bound): to other domains %d (%d) on a non-leader, %d (%d) on a leader; inside a domain %d (%d); smallest margin %d. After part 2: %d on each of %d ranks, %d file descriptors for them at most\n", mx[0], bxm[0], mx[1], bxm[1], md, bdm, margin, mt, ranks, fds
+          printf "links after part 1, most on a rank (largest bound): to other domains %d (%d) on a non-leader, %d (%d) on a leader; inside a domain %d (%d); smallest margin %d. After part 2: at most %d links (want %d on each rank) in %d file descriptors\n", mx[0], bxm[0], mx[1], bxm[1], md, bdm, margin, mt, N - 1, fds
           exit nbad > 0 }' "$dir"/rank*.err)
   local lrc=$?
   echo "$summary"
