@@ -56,7 +56,8 @@
 #          neighbours) with HETCCL_SMALL_BYTES=0; by default its small
 #          algorithms send to every domain peer (src/ccl/builtin/README.md),
 #          so E = domain size - 1, the one term that grows with N.
-#      Each term depends on the domains' shape and this test's calls only.
+#      Every term but the default E depends on the domains' shape and this
+#      test's calls only, not on N.
 #   2. SendRecv, Gather, Scatter, AlltoAll, AlltoAllv: AlltoAll reaches every
 #      peer, so after it every rank holds exactly N - 1 links, each made once
 #      and on the transport the job expects.
