@@ -37,6 +37,9 @@ struct hetccl_vendor_init {
   int64_t timeout_ms;
   size_t chunk_bytes;
   size_t small_bytes;
+  /* Built-in engine: domains of at most this many ranks send small messages
+   * to every rank directly; larger ones use O(log n)-peer algorithms (0: 8). */
+  int direct_max_ranks;
   /* Vendor libraries with their own unique id: domain rank 0 makes it, all
    * ranks of the domain receive it through this (a broadcast within the domain). */
   hetcclResult_t (*bcast)(void *ctx, void *buf, size_t bytes);

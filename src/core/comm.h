@@ -37,7 +37,7 @@ struct hetccl_rank_info {
   int32_t forced_transport; /* transport id, -1: best per link */
   int32_t can_window;       /* this rank's device can map a shm device window */
   int32_t check_calls;      /* HETCCL_CHECK_CALLS */
-  int32_t reserved;
+  int32_t direct_max_ranks; /* HETCCL_ENGINE_DIRECT_MAX_RANKS */
 };
 
 /* A PreMulSum operator made by hetcclRedOpCreatePreMulSum. */

@@ -75,6 +75,7 @@ static void fill_info(struct hetccl_comm *c, struct hetccl_rank_info *me) {
   me->forced_transport = hetccl_transport_parse(p->transport);
   me->can_window = can_map_window(c);
   me->check_calls = (int32_t)p->check_calls;
+  me->direct_max_ranks = (int32_t)p->engine_direct_max_ranks;
 }
 
 /* A communicator aborted while its (non-blocking) init runs: the init stops

@@ -95,6 +95,7 @@ hetcclResult_t hetccl_domains_init_vendor(struct hetccl_comm *c) {
       .timeout_ms = c->net.timeout_ms,
       .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
       .small_bytes = (size_t)c->infos[0].small_bytes,
+      .direct_max_ranks = c->infos[0].direct_max_ranks,
       .bcast = domain_bcast,
       .bcast_ctx = c,
       .settings = c->component_values[hetccl_component_slot_of_ccl(c->ccl_id)],

@@ -21,7 +21,7 @@
  * blocks) changes in a way an older build would misread.
  */
 #define RANK_TABLE_MAGIC 0x48435254u /* "HCRT" */
-#define HETCCL_RANK_TABLE_VERSION 2 /* 2: check_calls in the fixed card */
+#define HETCCL_RANK_TABLE_VERSION 3 /* 2: check_calls in the fixed card; 3: direct_max_ranks */
 #define HEADER_BYTES 16
 
 static void put_le(unsigned char *p, uint64_t v, int bytes) {

@@ -30,6 +30,10 @@ static const struct hetccl_setting g_items[] = {
      .multiple = 64, .agreed = 1, AT(chunk_bytes), .help = "pipeline chunk of the built-in engine"},
     {.name = "HETCCL_SMALL_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "64K", .min = 0, .max = GIB, .agreed = 1,
      AT(small_bytes), .help = "below this size the engine uses latency algorithms"},
+    /* 65536: far above any domain whose every rank could afford a link to every other. */
+    {.name = "HETCCL_ENGINE_DIRECT_MAX_RANKS", .kind = HETCCL_SETTING_INT, .dflt = "8", .min = 1, .max = 65536,
+     .agreed = 1, AT(engine_direct_max_ranks),
+     .help = "engine domains up to this size send small messages to every rank directly; larger ones use trees"},
     {.name = "HETCCL_CHECK_CALLS", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1, .agreed = 1,
      AT(check_calls), .help = "1: ranks that disagree about a call fail with hetcclInvalidUsage; 0: unchecked"},
     {.name = "HETCCL_NET_DEVICE_MEMORY", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1,

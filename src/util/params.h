@@ -34,6 +34,7 @@ struct hetccl_params {
   const char *topo_file;      /* HETCCL_TOPO_FILE: "" (the live machine) or an hwloc XML topology */
   const char *net_devices;    /* HETCCL_NET_DEVICES: "" (every NIC) or the NICs to use ("^..." all but) */
   int64_t topo;               /* HETCCL_TOPO: 1: NICs, staging and progress placed by the topology; 0: off */
+  int64_t engine_direct_max_ranks; /* HETCCL_ENGINE_DIRECT_MAX_RANKS: larger domains' small calls use trees */
 };
 
 /* HETCCL_WINDOW_KERNEL's values (its choices' indices): auto is on where

@@ -1,6 +1,6 @@
 /*
  * The built-in engine, driven directly over real links: n forked ranks
- * (n = 1, 2, 3, 5, 8) build shm or socket links themselves (setup, addresses
+ * (n = 1, 2, 3, 5, 8, and 16 over shm) build shm or socket links themselves (setup, addresses
  * through a shared region, a process-shared barrier, connect in rank order),
  * then run every collective for every data type, op, size and in-place mode
  * on random data, each rank checking its own output element by element
@@ -8,6 +8,12 @@
  * all ranks. AllReduce outputs are hashed and compared across ranks (they
  * must be bitwise identical). Grouped send/recv patterns that would deadlock
  * if run one by one, and the timeout path, are checked too.
+ *
+ * The small algorithms run twice: directly to every rank (direct_max_ranks
+ * above n) and over O(log n)-peer trees (direct_max_ranks 1: recursive
+ * doubling, Bruck, binomial trees), the latter also at counts just below
+ * small_bytes; n = 16 runs only the trees' matrix (the direct and ring paths
+ * do not depend on n beyond 8).
  *
  * Usage: test_engine [shm|socket] [quick|full]  (default: both transports,
  * the full matrix over shm and a rotating third of it over sockets)
@@ -30,7 +36,7 @@
 #include "util/error.h"
 #include "ccl/ccl.h"
 
-#define MAXR 8
+#define MAXR 16
 #define GUARD 64
 #define FILL 0x5A
 #define BIG_COUNT ((1u << 20) + 3)
@@ -127,7 +133,10 @@ static void build_tables(void) {
 static uint64_t gen_code(int dt, int kind, uint64_t seed, int rank, uint64_t idx) {
   uint64_t h = gen_raw(seed, rank, idx);
   if (!T[dt].is_float) return h & type_mask(dt);
-  return kind == K_PROD ? enc_p[dt][h % 6] : enc_q[dt][(h >> 7) % 17];
+  /* Products: ranks past 8 give +-1, so no partial product of any order
+   * leaves [2^-8, 2^8], exact even in fp8. */
+  if (kind == K_PROD) return enc_p[dt][rank < 8 ? h % 6 : (h % 2 ? 1 : 4)];
+  return enc_q[dt][(h >> 7) % 17];
 }
 
 #define INT_SCALAR 3
@@ -204,7 +213,7 @@ struct child {
   int rank, n, quick;
   struct shared *sh;
   hetccl_link *links[MAXR];
-  hetccl_vcomm *vc_direct, *vc_ring, *vc_big;
+  hetccl_vcomm *vc_direct, *vc_ring, *vc_big, *vc_tree, *vc_tree_edge;
   int passed, failed, prints;
   uint64_t arhash;
 };
@@ -622,9 +631,10 @@ static const int REDUCTIONS[] = {HETCCL_COLL_ALLREDUCE, HETCCL_COLL_REDUCESCATTE
 static const int MOVES[] = {HETCCL_COLL_ALLGATHER, HETCCL_COLL_BROADCAST, HETCCL_COLL_ALLTOALL,
                             HETCCL_COLL_ALLTOALLV, HETCCL_COLL_GATHER, HETCCL_COLL_SCATTER};
 
-static hetccl_vcomm *make_vc(struct child *c, size_t small, size_t chunk, int64_t timeout_ms) {
+static hetccl_vcomm *make_vc(struct child *c, size_t small, size_t chunk, int64_t timeout_ms, int direct_max) {
   struct hetccl_vendor_init a = {.rank = c->rank, .nranks = c->n, .device = -1, .links = c->links,
-                                 .timeout_ms = timeout_ms, .chunk_bytes = chunk, .small_bytes = small};
+                                 .timeout_ms = timeout_ms, .chunk_bytes = chunk, .small_bytes = small,
+                                 .direct_max_ranks = direct_max};
   hetccl_vcomm *vc = NULL;
   if (hetccl_vendor_builtin.init(&a, &vc) != hetcclSuccess) {
     fprintf(stderr, "rank %d: init failed: %s\n", c->rank, hetccl_last_error());
@@ -635,9 +645,11 @@ static hetccl_vcomm *make_vc(struct child *c, size_t small, size_t chunk, int64_
 
 static void run_matrix(struct child *c) {
   static const size_t COUNTS[] = {0, 1, 7, 1023};
-  struct { hetccl_vcomm *vc; const char *name; } vcs[2] = {{c->vc_direct, "direct"}, {c->vc_ring, "ring/chain"}};
+  struct { hetccl_vcomm *vc; const char *name; } vcs[3] = {
+      {c->vc_tree, "trees"}, {c->vc_direct, "direct"}, {c->vc_ring, "ring/chain"}};
+  int nvcs = c->n > 8 ? 1 : 3;
   uint64_t seed = 1000;
-  for (int v = 0; v < 2; v++)
+  for (int v = 0; v < nvcs; v++)
     for (size_t ci = 0; ci < sizeof COUNTS / sizeof *COUNTS; ci++)
       for (int ip = 0; ip < 2; ip++) {
         size_t count = COUNTS[ci];
@@ -697,7 +709,68 @@ static void run_large(struct child *c) {
   case_reduction(c, c->vc_ring, "ring/chain", HETCCL_COLL_REDUCE, hetcclInt32, K_AVG, 30011, 1, (int)(seed % c->n), seed);
 }
 
+/* Every rank's input a NaN of its own payload: which payload a sum or max
+ * of two NaNs keeps depends on operand order, so ranks that combine a pair
+ * in different orders end with different bits. The AllReduce hash compared
+ * across ranks (run_group) catches that; here every element must be a NaN. */
+static void case_nan_order(struct child *c, hetccl_vcomm *vc, const char *vcname, int combine) {
+  enum { N = 33 };
+  uint32_t in[N], out[N];
+  for (int i = 0; i < N; i++) in[i] = 0x7fc00000u | (uint32_t)((c->rank + 1) << 8) | (uint32_t)i;
+  struct hetccl_op op = {.coll = HETCCL_COLL_ALLREDUCE, .sendbuff = in, .recvbuff = out, .count = N,
+                         .dtype = hetcclFloat32};
+  op.redop.combine = combine;
+  hetcclResult_t rc = run1(vc, &op);
+  int bad = 0;
+  for (int i = 0; rc == hetcclSuccess && i < N; i++) bad += (out[i] & 0x7fffffffu) <= 0x7f800000u;
+  report(c, rc == hetcclSuccess && !bad, "AllReduce float32 %s of NaNs of per-rank payloads (%s): rc %d, %d not NaN",
+         combine == HETCCL_COMBINE_MAX ? "max" : "sum", vcname, rc, bad);
+  c->arhash = fnv(c->arhash, out, sizeof out);
+}
+
+/* The trees at counts just below small_bytes (vc_tree_edge: 64 KiB), where
+ * the message is whole rounds of tens of KiB, and just above it (rings). */
+static void run_tree_edges(struct child *c) {
+  size_t small = 64 << 10;
+  uint64_t seed = 555000;
+  struct { int coll, dt, kind; } R[] = {
+      {HETCCL_COLL_ALLREDUCE, hetcclFloat32, K_SUM}, {HETCCL_COLL_ALLREDUCE, hetcclInt8, K_AVG},
+      {HETCCL_COLL_ALLREDUCE, hetcclBfloat16, K_PREMUL}, {HETCCL_COLL_REDUCESCATTER, hetcclInt32, K_PREMUL},
+      {HETCCL_COLL_REDUCESCATTER, hetcclFloat16, K_MAX}, {HETCCL_COLL_REDUCE, hetcclFloat64, K_SUM},
+      {HETCCL_COLL_REDUCE, hetcclUint64, K_AVG},
+  };
+  for (size_t i = 0; i < sizeof R / sizeof *R; i++) {
+    size_t ts = T[R[i].dt].size;
+    size_t per = R[i].coll == HETCCL_COLL_REDUCESCATTER ? ts * (size_t)c->n : ts;
+    size_t below = (small - 1) / per, above = small / per + 1;
+    for (int ip = 0; ip < 2; ip++) {
+      seed++;
+      case_reduction(c, c->vc_tree_edge, "trees, near small_bytes", R[i].coll, R[i].dt, R[i].kind, ip ? above : below,
+                     ip, (int)(seed % c->n), seed);
+    }
+  }
+  struct { int coll, dt; } M[] = {{HETCCL_COLL_ALLGATHER, hetcclFloat32}, {HETCCL_COLL_ALLGATHER, hetcclInt8},
+                                  {HETCCL_COLL_BROADCAST, hetcclFloat16}, {HETCCL_COLL_BROADCAST, hetcclUint8}};
+  for (size_t i = 0; i < sizeof M / sizeof *M; i++) {
+    size_t ts = T[M[i].dt].size;
+    size_t per = M[i].coll == HETCCL_COLL_ALLGATHER ? ts * (size_t)c->n : ts;
+    size_t below = (small - 1) / per, above = small / per + 1;
+    for (int ip = 0; ip < 2; ip++) {
+      seed++;
+      case_move(c, c->vc_tree_edge, "trees, near small_bytes", M[i].coll, M[i].dt, ip ? above : below, ip,
+                (int)(seed % c->n), seed);
+    }
+  }
+}
+
 static void run_p2p(struct child *c) {
+  /* The batch's send/recv progress while the trees' rounds wait (vc_tree:
+   * the AllReduce is recursive doubling at every n). */
+  if (c->n > 1) {
+    case_split_batches(c, c->vc_tree, 1u << 20, 1, 49);
+    case_ring_exchange(c, c->vc_tree, 100000, 1, 50);
+  }
+  if (c->n > 8) return; /* the rest does not depend on the trees */
   case_ring_exchange(c, c->vc_big, 3u << 20, 0, 42);
   case_ring_exchange(c, c->vc_big, 100000, 1, 43);
   case_alltoall_batch(c, c->vc_big, 3, 700000, 44, "all-to-all");
@@ -711,7 +784,7 @@ static void run_p2p(struct child *c) {
 static void run_timeout(struct child *c) {
   if (c->n < 2) return;
   if (c->rank == 0) {
-    hetccl_vcomm *vc = make_vc(c, 1 << 16, 1 << 16, 300);
+    hetccl_vcomm *vc = make_vc(c, 1 << 16, 1 << 16, 300, 0);
     char buf[16];
     struct hetccl_op op = {.coll = HETCCL_COLL_RECV, .recvbuff = buf, .count = 16, .dtype = hetcclInt8, .root = 1};
     hetcclResult_t rc = hetccl_vendor_builtin.run(vc, &op, 1);
@@ -759,18 +832,26 @@ static int child_main(int rank, int n, int tid, uint64_t tag, int quick, struct 
       return 3;
     }
   }
-  c.vc_direct = make_vc(&c, (size_t)1 << 40, 64 << 10, 20000);
-  c.vc_ring = make_vc(&c, 0, 256, 20000);
-  c.vc_big = make_vc(&c, 64 << 10, 128 << 10, 20000);
+  c.vc_direct = make_vc(&c, (size_t)1 << 40, 64 << 10, 20000, MAXR);
+  c.vc_ring = make_vc(&c, 0, 256, 20000, MAXR);
+  c.vc_big = make_vc(&c, 64 << 10, 128 << 10, 20000, 0);
+  c.vc_tree = make_vc(&c, (size_t)1 << 40, 64 << 10, 20000, 1);
+  c.vc_tree_edge = make_vc(&c, 64 << 10, 64 << 10, 20000, 1);
 
   double t0 = now_s();
   run_matrix(&c);
+  if (n > 1) {
+    run_tree_edges(&c);
+    case_nan_order(&c, c.vc_tree, "trees", HETCCL_COMBINE_SUM);
+    case_nan_order(&c, c.vc_tree, "trees", HETCCL_COMBINE_MAX);
+    if (n <= 8) case_nan_order(&c, c.vc_direct, "direct", HETCCL_COMBINE_SUM);
+  }
   double t1 = now_s();
-  run_large(&c);
+  if (n <= 8) run_large(&c);
   double t2 = now_s();
   run_p2p(&c);
   double t3 = now_s();
-  run_timeout(&c);
+  if (n <= 8) run_timeout(&c);
   if (rank == 0)
     printf("  %s n=%d rank 0: matrix %.1f s, large %.1f s, send/recv %.1f s, timeout %.1f s\n", tr->name, n, t1 - t0,
            t2 - t1, t3 - t2, now_s() - t3);
@@ -778,6 +859,8 @@ static int child_main(int rank, int n, int tid, uint64_t tag, int quick, struct 
   hetccl_vendor_builtin.destroy(c.vc_direct);
   hetccl_vendor_builtin.destroy(c.vc_ring);
   hetccl_vendor_builtin.destroy(c.vc_big);
+  hetccl_vendor_builtin.destroy(c.vc_tree);
+  hetccl_vendor_builtin.destroy(c.vc_tree_edge);
   /* Everyone finished using the links before anyone closes them. */
   pthread_barrier_wait(&sh->bar);
   for (int p = 0; p < n; p++)
@@ -847,13 +930,15 @@ int main(int argc, char **argv) {
   }
   build_tables();
   setvbuf(stdout, NULL, _IOLBF, 0);
-  static const int SIZES[] = {1, 2, 3, 5, 8};
+  static const int SIZES[] = {1, 2, 3, 5, 8, 16};
   int passed = 0, failed = 0;
   for (int tid = 0; tid < HETCCL_TRANSPORT_COUNT; tid++) {
     if (!use[tid]) continue;
     for (size_t i = 0; i < sizeof SIZES / sizeof *SIZES; i++) {
       /* Size 1 does not touch a transport: run it once. */
       if (SIZES[i] == 1 && tid != HETCCL_TRANSPORT_SHM && use[HETCCL_TRANSPORT_SHM]) continue;
+      /* 16 ranks (the trees only) once, over shm: 240 socket links would add time, not paths. */
+      if (SIZES[i] == 16 && tid != HETCCL_TRANSPORT_SHM && use[HETCCL_TRANSPORT_SHM]) continue;
       /* The algorithms do not depend on the transport: the full matrix runs
        * over shm, a rotating third of it over sockets (unless "full"). */
       int lite = quick || (tid != HETCCL_TRANSPORT_SHM && use[HETCCL_TRANSPORT_SHM] && !full);

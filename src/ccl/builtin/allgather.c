@@ -1,6 +1,7 @@
 /*
  * AllGather: rank r's count elements land at recvbuff + r*count on every
- * rank. Small: every rank sends its input to every other directly. Large: the
+ * rank. Small: every rank sends its input to every other directly, or in
+ * domains above direct_max_ranks Bruck's algorithm (bruck.c). Large: the
  * all-gather half of the ring, pipelined. In place (sendbuff == recvbuff +
  * rank*count) the own shard is already where it belongs.
  */
@@ -32,6 +33,8 @@ hetcclResult_t hetccl_eng_allgather(struct hetccl_vcomm *vc, const struct hetccl
   if (op->count == 0) return hetcclSuccess;
   if ((const char *)op->sendbuff != own) memcpy(own, op->sendbuff, bytes);
   if (n == 1) return hetcclSuccess;
+  if (bytes * (size_t)n < vc->small_bytes && !hetccl_eng_small_direct(vc))
+    return hetccl_eng_bruck_allgather(vc, op, out, bytes);
   if (bytes * (size_t)n < vc->small_bytes) {
     struct ag_direct_ctx c = {.src = own, .out = out, .bytes = bytes};
     struct hetccl_eng_flow f;

@@ -1,6 +1,9 @@
 /*
- * AllReduce: below small_bytes every rank sends its contribution to every
- * other and reduces all n in rank order (one hop, identical bits everywhere);
+ * AllReduce: below small_bytes, in domains of at most direct_max_ranks,
+ * every rank sends its contribution to every other and reduces all n in rank
+ * order (one hop, identical bits everywhere); in larger domains recursive
+ * doubling (doubling.c: O(log n) peers, identical bits by a fixed operand
+ * order);
  * above, a pipelined ring reduce-scatter then ring all-gather, reducing
  * straight from the link into the output, which also holds the partial sums.
  * Both give every rank bitwise the same result: the small path by a common
@@ -18,6 +21,11 @@ hetcclResult_t hetccl_eng_allreduce(struct hetccl_vcomm *vc, const struct hetccl
   if (vc->nranks == 1) {
     hetccl_eng_local_reduce(op);
     return hetcclSuccess;
+  }
+  if (bytes < vc->small_bytes && !hetccl_eng_small_direct(vc)) {
+    void *tmp;
+    HETCCL_TRY(hetccl_eng_scratch(vc, bytes, &tmp));
+    return hetccl_eng_doubling_allreduce(vc, "AllReduce", op, op->sendbuff, op->recvbuff, op->count, tmp);
   }
   if (bytes < vc->small_bytes) {
     struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = 0,

@@ -1,5 +1,6 @@
 /*
- * Broadcast. Small: the root sends to every rank directly (one hop). Large: a
+ * Broadcast. Small: the root sends to every rank directly (one hop), or in
+ * domains above direct_max_ranks a binomial tree (tree.c). Large: a
  * pipelined chain root -> root+1 -> ... -> root-1 in chunks, each rank
  * forwarding chunk k as soon as it arrived, so every link carries the
  * message once and the chain's depth costs only one chunk per hop.
@@ -47,6 +48,8 @@ hetcclResult_t hetccl_eng_broadcast(struct hetccl_vcomm *vc, const struct hetccl
   struct bcast_ctx c = {.src = r == root ? op->sendbuff : op->recvbuff, .dst = op->recvbuff, .bytes = bytes,
                         .chunk = vc->chunk_bytes, .recv_chan = -1};
   struct hetccl_eng_flow f;
+  if (bytes < vc->small_bytes && !hetccl_eng_small_direct(vc))
+    return hetccl_eng_tree_broadcast(vc, op, op->recvbuff, bytes);
   if (bytes < vc->small_bytes) {
     hetccl_eng_flow_init(&f, vc, "Broadcast", op, bcast_direct_describe, &c);
     if (r == root) {

@@ -60,6 +60,8 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
   vc->comm_error = args->comm_error;
   vc->chunk_bytes = args->chunk_bytes ? args->chunk_bytes : (512u << 10);
   vc->small_bytes = args->small_bytes;
+  /* 0 (callers that set no value): HETCCL_ENGINE_DIRECT_MAX_RANKS' default. */
+  vc->direct_max_ranks = args->direct_max_ranks > 0 ? args->direct_max_ranks : 8;
   vc->links = args->links;
   vc->members = args->members;
   vc->connect = args->connect;
@@ -72,8 +74,8 @@ static hetcclResult_t builtin_init(const struct hetccl_vendor_init *args, hetccl
     rc = hetccl_error(hetcclSystemError, "builtin engine: out of memory");
     goto fail;
   }
-  HETCCL_INFO("builtin engine: rank %d of %d, chunk %zu bytes, small below %zu bytes", vc->rank, n, vc->chunk_bytes,
-              vc->small_bytes);
+  HETCCL_INFO("builtin engine: rank %d of %d, chunk %zu bytes, small below %zu bytes, %s", vc->rank, n,
+              vc->chunk_bytes, vc->small_bytes, hetccl_eng_small_direct(vc) ? "small direct" : "small over trees");
   *out = vc;
   return hetcclSuccess;
 fail:

@@ -102,6 +102,7 @@ struct hetccl_vcomm {
   atomic_int *comm_error;  /* the communicator's: ends every flow's wait (link_driver.h) */
   size_t chunk_bytes;
   size_t small_bytes;
+  int direct_max_ranks;    /* small messages go directly to every rank up to this domain size; trees above */
   struct hetccl_eng_chan *chans;  /* [2 * nranks] for a collective's flow, then [2 * nranks] for grouped send/recv */
   struct hetccl_eng_flow *bg;     /* a batch's send/recv, progressed during its collectives (NULL: none) */
   void *scratch;           /* grows to the largest need, then reused */
@@ -142,6 +143,10 @@ static inline hetccl_link *hetccl_eng_link(const struct hetccl_vcomm *vc, int pe
 }
 
 static inline int hetccl_eng_mod(int a, int n) { return ((a % n) + n) % n; }
+
+/* Whether small messages go to every rank directly (one hop, a link per
+ * peer) or through O(log n)-peer trees (doubling.c, tree.c). */
+static inline int hetccl_eng_small_direct(const struct hetccl_vcomm *vc) { return vc->nranks <= vc->direct_max_ranks; }
 
 /* Elements of one pipeline chunk (init's chunk_bytes rounded to whole elements). */
 static inline size_t hetccl_eng_chunk_elems(const struct hetccl_vcomm *vc, size_t ts) {
@@ -234,5 +239,33 @@ struct hetccl_eng_direct_args {
   char *out;               /* result (at reducing ranks) */
 };
 hetcclResult_t hetccl_eng_direct_reduce(struct hetccl_vcomm *vc, const char *what, const struct hetccl_eng_direct_args *a);
+
+/*
+ * One round of a multi-round algorithm (round.c): send `send_bytes` from
+ * send_buf to send_peer and receive `recv_bytes` into recv_buf from
+ * recv_peer at once, as one flow (signed, timed, abortable; the batch's
+ * send/recv progress meanwhile). A peer of -1 means no such side.
+ */
+struct hetccl_eng_round {
+  int send_peer, recv_peer;
+  const void *send_buf;
+  void *recv_buf;
+  size_t send_bytes, recv_bytes;
+};
+hetcclResult_t hetccl_eng_round_run(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
+                                    const struct hetccl_eng_round *rd);
+
+/* Small collectives of domains above direct_max_ranks (doubling.c, halving.c, bruck.c, tree.c). */
+/* Recursive doubling: out = reduction of every rank's `in` (count elements),
+ * bitwise the same on every rank; tmp: count elements of scratch. */
+hetcclResult_t hetccl_eng_doubling_allreduce(struct hetccl_vcomm *vc, const char *what, const struct hetccl_op *op,
+                                             const void *in, void *out, size_t count, void *tmp);
+/* Recursive halving reduce-scatter of op (n * count elements in, count out). */
+hetcclResult_t hetccl_eng_halving_reducescatter(struct hetccl_vcomm *vc, const struct hetccl_op *op);
+/* Bruck all-gather: every rank's `bytes` at out + rank*bytes, already in place at the own one. */
+hetcclResult_t hetccl_eng_bruck_allgather(struct hetccl_vcomm *vc, const struct hetccl_op *op, char *out, size_t bytes);
+/* Binomial trees rooted at op->root. */
+hetcclResult_t hetccl_eng_tree_broadcast(struct hetccl_vcomm *vc, const struct hetccl_op *op, void *buf, size_t bytes);
+hetcclResult_t hetccl_eng_tree_reduce(struct hetccl_vcomm *vc, const struct hetccl_op *op);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * Reduce: the result only at the root. Small: every rank sends its
- * contribution to the root, which reduces all n in rank order. Large: a
+ * contribution to the root, which reduces all n in rank order, or in domains
+ * above direct_max_ranks a binomial tree to the root (tree.c). Large: a
  * pipelined chain root+1 -> root+2 -> ... -> root: the first rank sends its
  * scaled input, each next rank reduces the arriving chunk with its own input
  * straight from the link and forwards it, the root reduces into recvbuff and
@@ -65,6 +66,7 @@ hetcclResult_t hetccl_eng_reduce(struct hetccl_vcomm *vc, const struct hetccl_op
     hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
+  if (op->count * ts < vc->small_bytes && !hetccl_eng_small_direct(vc)) return hetccl_eng_tree_reduce(vc, op);
   if (op->count * ts < vc->small_bytes) {
     struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = op->root, .in = op->sendbuff,
                                 .in_stride = 0, .out = op->recvbuff};

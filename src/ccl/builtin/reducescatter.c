@@ -1,9 +1,11 @@
 /*
  * ReduceScatter: rank r ends with shard r (recvcount elements) of the
- * reduction of all inputs (n * recvcount elements each). Small: each rank
- * sends every other rank that rank's shard of its input, and reduces what it
- * receives in rank order. Large: the reduce-scatter half of the ring, with
- * partial sums in scratch (the output holds only the own shard).
+ * reduction of all inputs (n * recvcount elements each). Small, in domains
+ * of at most direct_max_ranks: each rank sends every other rank that rank's
+ * shard of its input, and reduces what it receives in rank order; in larger
+ * domains recursive halving (halving.c). Large: the reduce-scatter half of
+ * the ring, with partial sums in scratch (the output holds only the own
+ * shard).
  */
 #include "device/reduce.h"
 #include "util/error.h"
@@ -18,6 +20,8 @@ hetcclResult_t hetccl_eng_reducescatter(struct hetccl_vcomm *vc, const struct he
     hetccl_eng_local_reduce(op);
     return hetcclSuccess;
   }
+  if (shard * (size_t)n < vc->small_bytes && !hetccl_eng_small_direct(vc))
+    return hetccl_eng_halving_reducescatter(vc, op);
   if (shard * (size_t)n < vc->small_bytes) {
     struct hetccl_eng_direct_args d = {.op = op, .count = op->count, .root = -1, .in = op->sendbuff, .in_stride = shard,
                                 .out = op->recvbuff};
