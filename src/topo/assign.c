@@ -30,6 +30,10 @@ enum hetccl_topo_distance hetccl_topo_gpu_nic_distance(const struct hetccl_topo 
   return path_distance(&t->gpu[g].path, t->gpu[g].numa, &t->nic[n].path, t->nic[n].numa);
 }
 
+enum hetccl_topo_distance hetccl_topo_nic_nic_distance(const struct hetccl_topo *t, int a, int b) {
+  return path_distance(&t->nic[a].path, t->nic[a].numa, &t->nic[b].path, t->nic[b].numa);
+}
+
 enum hetccl_topo_distance hetccl_topo_numa_nic_distance(const struct hetccl_topo *t, int m, int n) {
   return t->nic[n].numa == m ? HETCCL_TOPO_NUMA : HETCCL_TOPO_SYSTEM;
 }

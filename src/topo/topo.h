@@ -92,6 +92,9 @@ int hetccl_topo_filter_nics(struct hetccl_topo *t, const char *spec, char *why, 
 enum hetccl_topo_distance hetccl_topo_gpu_nic_distance(const struct hetccl_topo *t, int g, int n);
 /* The distance class of NIC n from NUMA node index m. */
 enum hetccl_topo_distance hetccl_topo_numa_nic_distance(const struct hetccl_topo *t, int m, int n);
+/* The distance class between NICs a and b (HETCCL_TOPO_SWITCH: one PCIe
+ * switch holds both). */
+enum hetccl_topo_distance hetccl_topo_nic_nic_distance(const struct hetccl_topo *t, int a, int b);
 
 /* What each GPU (and each NUMA node, for host ranks) of the node gets. */
 struct hetccl_topo_choice {

@@ -206,6 +206,14 @@ def veth_host(name, ifname):
     return node(name, [[(0x00, 0x0F, ports)]], 64, threads=1)
 
 
+def veth_stripe_host(name, ifnames):
+    # A one-socket host whose two NICs (the veths `ifnames` the test makes)
+    # sit behind one PCIe switch: a host rank gets both and stripes.
+    nics = [nic(0x03 + i, netdev=n, vendor=INTEL, cls=0x0200, device=0x1572) for i, n in enumerate(ifnames)]
+    ports = [(0x01, ("switch", 0x01, nics))]
+    return node(name, [[(0x00, 0x0F, ports)]], 64, threads=1)
+
+
 FILES = {
     "dgx_h100.xml": dgx_h100,
     "mi300x.xml": mi300x,
@@ -214,6 +222,7 @@ FILES = {
     "nics_one_socket.xml": nics_one_socket,
     "veth_a.xml": lambda: veth_host("host A of test_topo_veth.sh", "htopo-a"),
     "veth_b.xml": lambda: veth_host("host B of test_topo_veth.sh", "htopo-b"),
+    "veth_stripe.xml": lambda: veth_stripe_host("either host of test_stripe_veth.sh", ["hstripe0", "hstripe1"]),
 }
 
 if __name__ == "__main__":
