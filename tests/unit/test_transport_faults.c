@@ -304,7 +304,7 @@ static int raw_connect(const uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
   struct socket_addr a;
   memcpy(&a, addr, sizeof(a));
   int fd = -1;
-  if (hetccl_sock_connect(&a.sa, hetccl_deadline_ms(5000), &fd) != hetcclSuccess) return -1;
+  if (hetccl_sock_connect(&a.sa[0], hetccl_deadline_ms(5000), &fd) != hetcclSuccess) return -1;
   return fd;
 }
 
