@@ -10,8 +10,10 @@
 # in each namespace, read before and after, must each have grown by at
 # least a third of what the two carried together (striping spreads pieces
 # evenly), and the two together by at least the largest message. With
-# HETCCL_SOCKET_STRIPE_MIN_BYTES=0 (striping off) the same run must leave
-# hstripe1 nearly idle: the counters do tell the cases apart.
+# HETCCL_SOCKET_STRIPE_MIN_BYTES=0 (striping off), and with rank 1 given
+# only hstripe0 (HETCCL_NET_DEVICES) while rank 0 has both, the same run
+# must not stripe and must leave hstripe1 nearly idle: the counters do
+# tell the cases apart.
 #
 # Usage: test_stripe_veth.sh <build-dir>
 # Skips (exit 0, "SKIP: ...") when not root, without hwloc, or when
@@ -91,16 +93,19 @@ fail() {
 tx() { ip netns exec "${NS[$1]}" cat "/sys/class/net/$2/statistics/tx_bytes"; }
 
 # $1 name, $2 HETCCL_SOCKET_STRIPE_MIN_BYTES ("" for the default), $3
-# "striped" or "one": rank 0 in the first namespace, rank 1 in the second.
+# "striped" or "one", $4 HETCCL_NET_DEVICES of rank 1 ("": every NIC):
+# rank 0 in the first namespace, rank 1 in the second.
 run_pair() {
-  local name=$1 min=$2 want=$3 dir="$WORK/$1" h r
+  local name=$1 min=$2 want=$3 devs1=${4:-} dir="$WORK/$1" h r
   mkdir -p "$dir"
   local before=()
   for h in 0 1; do before+=("$(tx $h hstripe0)" "$(tx $h hstripe1)"); done
   PIDS=()
   for r in 0 1; do
-    ip netns exec "${NS[$r]}" env -u HETCCL_SOCKET_IFNAME HETCCL_TOPO=1 HETCCL_TOPO_FILE="$TOPO" \
-      ${min:+HETCCL_SOCKET_STRIPE_MIN_BYTES=$min} HETCCL_DEBUG=INFO timeout -s KILL 300 "$BIN" --rank $r \
+    local devs=""
+    [ $r = 1 ] && devs=$devs1
+    ip netns exec "${NS[$r]}" env -u HETCCL_SOCKET_IFNAME -u HETCCL_NET_DEVICES HETCCL_TOPO=1 HETCCL_TOPO_FILE="$TOPO" \
+      ${min:+HETCCL_SOCKET_STRIPE_MIN_BYTES=$min} ${devs:+HETCCL_NET_DEVICES=$devs} HETCCL_DEBUG=INFO timeout -s KILL 300 "$BIN" --rank $r \
       --nranks 2 --id-file "$dir/id" --transport socket --counts 1,65539,$COUNT --types float32 --ops sum \
       --colls allreduce,allgather,broadcast,sendrecv --timeout 240 >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
     PIDS+=($!)
@@ -115,13 +120,24 @@ run_pair() {
       tail -n 15 "$dir/rank$r.err"
       continue
     fi
+    local listens=yes
+    [ $r = 1 ] && [ -n "$devs1" ] && listens=no
+    if [ "$listens" = yes ] && ! grep -q "sockets also on interface hstripe1" "$dir/rank$r.err"; then
+      fail "$name: rank $r did not listen on hstripe1 too; its log:"
+      grep -E "NIC|interface" "$dir/rank$r.err" | head -6
+      continue
+    fi
+    if [ "$listens" = no ] && grep -q "sockets also on interface hstripe1" "$dir/rank$r.err"; then
+      fail "$name: rank $r listened on hstripe1 with HETCCL_NET_DEVICES=$devs1"
+      continue
+    fi
     if [ "$want" = striped ] && ! grep -q "over 2 NICs, .* striped" "$dir/rank$r.err"; then
       fail "$name: rank $r did not stripe its link; its log:"
       grep -E "NIC|interface|linked" "$dir/rank$r.err" | head -6
       continue
     fi
     if [ "$want" = one ] && grep -q "over 2 NICs" "$dir/rank$r.err"; then
-      fail "$name: rank $r striped with HETCCL_SOCKET_STRIPE_MIN_BYTES=$min"
+      fail "$name: rank $r striped (HETCCL_SOCKET_STRIPE_MIN_BYTES=$min, rank 1's NICs ${devs1:-all})"
       continue
     fi
     PASSED=$((PASSED + 1))
@@ -148,5 +164,8 @@ run_pair() {
 
 run_pair striped "" striped
 run_pair stripe-off 0 one
+# One end with one NIC (HETCCL_NET_DEVICES keeps hstripe0), the other with
+# two: the link takes the fewer, one, on both ends alike.
+run_pair one-nic-peer "" one =hstripe0
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
