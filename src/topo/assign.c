@@ -120,6 +120,21 @@ void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignme
   }
 }
 
+int hetccl_topo_host_nics(const struct hetccl_topo *t, const struct hetccl_topo_assignment *a, int m, int local,
+                          int nic[HETCCL_TOPO_NICS_PER_RANK]) {
+  int count = m >= 0 && m < t->nnuma ? a->numa_count[m] : 0;
+  if (count == 0) return 0;
+  int first = (local < 0 ? 0 : local) % count;
+  nic[0] = a->numa_nics[m][first];
+  for (int k = 1; k < count; k++) {
+    int n = a->numa_nics[m][(first + k) % count];
+    if (hetccl_topo_nic_nic_distance(t, nic[0], n) != HETCCL_TOPO_SWITCH) continue;
+    nic[1] = n;
+    return 2;
+  }
+  return 1;
+}
+
 int hetccl_topo_find_gpu(const struct hetccl_topo *t, const char *pci) {
   char want[HETCCL_PCI_ADDR_BYTES];
   if (!hetccl_pci_normalize(pci, want, sizeof want)) return -1;

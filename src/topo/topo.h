@@ -124,6 +124,15 @@ struct hetccl_topo_assignment {
  */
 void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignment *out);
 
+/* A host rank's NICs on NUMA node index m (m >= 0), its local index
+ * `local`: entry local % count of the node's list, and as a second the
+ * next entry (in list order, wrapping) behind the same PCIe switch as it,
+ * if any (a host with two NICs on one switch stripes over both, as a GPU
+ * with two on its switch does). Writes nic[0..n), returns n (0 .. 2). A
+ * pure function of `t` and `a`. */
+int hetccl_topo_host_nics(const struct hetccl_topo *t, const struct hetccl_topo_assignment *a, int m, int local,
+                          int nic[HETCCL_TOPO_NICS_PER_RANK]);
+
 /* Index of the GPU at PCI address `pci` (any accepted spelling), -1 if none. */
 int hetccl_topo_find_gpu(const struct hetccl_topo *t, const char *pci);
 /* Index of the NUMA node whose CPUs hold every CPU of `cpus` (a set of
