@@ -119,6 +119,7 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .vcomm = c->vcomm,
       .timeout_ms = c->net.timeout_ms,
       .chunk_bytes = (size_t)c->infos[0].chunk_bytes,
+      .small_bytes = (size_t)c->infos[0].small_bytes,
       .device = c->device,
       .async_error = &c->async_error,
   };

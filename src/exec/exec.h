@@ -64,7 +64,7 @@ struct hetccl_scratch {
 };
 
 /* Scratch slots the plans may use (plan_state.h names them). */
-#define HETCCL_EXEC_SCRATCH_SLOTS 8
+#define HETCCL_EXEC_SCRATCH_SLOTS 16
 
 struct hetccl_dexec;
 struct hetccl_exec_record;

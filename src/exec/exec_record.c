@@ -6,7 +6,8 @@
 #include "exec/exec.h"
 #include "util/error.h"
 
-_Static_assert(HETCCL_EXEC_SCRATCH_SLOTS <= 8, "the record keeps a size per scratch slot");
+_Static_assert(HETCCL_EXEC_SCRATCH_SLOTS <= sizeof((struct hetccl_exec_record *)0)->slot_bytes / sizeof(size_t),
+               "the record keeps a size per scratch slot");
 
 hetcclResult_t hetccl_record_init(struct hetccl_exec_record *r, int nranks) {
   memset(r, 0, sizeof *r);

@@ -29,7 +29,7 @@ struct hetccl_record_tally {
 
 struct hetccl_exec_record {
   struct hetccl_record_tally t;
-  size_t slot_bytes[8];  /* this call's largest request per scratch slot */
+  size_t slot_bytes[16]; /* this call's largest request per scratch slot */
   uint32_t *peer_stamp;  /* [nranks]: the call stamp that last touched a peer */
   uint32_t stamp;
   int nranks;

@@ -7,14 +7,17 @@
  * 2. Where a shard of one domain meets a shard of another (a piece), the
  *    owners exchange their partials over their link. With two domains each
  *    owner reduces the received piece straight from the link into the result
- *    (a op b == b op a, so both owners get the same bits); with k domains
- *    every owner reduces all k partials in domain order.
+ *    (a op b == b op a, so both owners get the same bits); with k domains,
+ *    below HETCCL_SMALL_BYTES every owner reduces all k partials in domain
+ *    order, from it the owners reduce-scatter the piece among themselves and
+ *    all-gather the results (allreduce_kway.c).
  * 3. Vendor all-gather in each domain.
  * Premul (PreMulSum, float Avg) happens once, in the vendor phase; integer
  * Avg divides on the owners before the all-gather.
  */
 #include <string.h>
 
+#include "plan/allreduce_kway.h"
 #include "plan/pieces.h"
 #include "plan/plan_state.h"
 #include "util/error.h"
@@ -42,7 +45,9 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
     return hetccl_exec_exchange(&st->ex, "AllReduce exchange");
   }
 
-  /* k domains: partials of every domain land in slots laid out like the shard. */
+  /* k domains, large: a reduce-scatter and all-gather among each piece's owners. */
+  if (n * esz >= t->small_bytes) return hetccl_allreduce_kway(st, op, partial, res, lo);
+  /* k domains, small: partials of every domain land in slots laid out like the shard. */
   char *slots;
   HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * shard * esz, (void **)&slots));
   hetccl_pieces_begin(&it, st, n, lo, hi);

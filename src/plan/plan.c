@@ -224,9 +224,15 @@ static void log_plans(struct hetccl_plan_state *st, const struct hetccl_op *ops,
       shape = "each block crosses once to each other domain, spread over its ranks' shards; vendor all-gathers of "
               "the domain's blocks and of those shards, copies per run of consecutive ranks";
     else if (c == HETCCL_COLL_BROADCAST)
-      shape = "root sends to each other domain's first rank, vendor broadcast per domain";
+      shape = ops[i].count * hetccl_type_size(ops[i].dtype) < t->small_bytes
+                  ? "root's data down a tree over the domains' first ranks, vendor broadcast per domain"
+                  : "vendor broadcast in the root's domain, its shards cross to each other domain's shards, vendor "
+                    "all-gather there";
     else if (c == HETCCL_COLL_REDUCE)
-      shape = "vendor reduce per domain, partials cross to the root, root combines in domain order";
+      shape = ops[i].count * hetccl_type_size(ops[i].dtype) < t->small_bytes
+                  ? "vendor reduce per domain, partials combined up a tree over the domains to the root"
+                  : "vendor reduce-scatter per domain, shards cross to the root's domain's shards, combined in "
+                    "domain order, vendor all-gather in the root's domain";
     else if (c != HETCCL_COLL_SEND && c != HETCCL_COLL_RECV && c != HETCCL_COLL_ALLTOALLV && c != HETCCL_COLL_ALLTOALL &&
              c != HETCCL_COLL_GATHER && c != HETCCL_COLL_SCATTER)
       continue;

@@ -33,6 +33,7 @@ struct hetccl_topology {
   hetccl_vcomm *vcomm;
   int64_t timeout_ms;
   size_t chunk_bytes;
+  size_t small_bytes;            /* HETCCL_SMALL_BYTES (agreed): below it Broadcast, Reduce and k-domain AllReduce take their latency paths */
   int device;                    /* this rank's device ordinal (-1: host) */
   atomic_int *async_error;       /* where the progress engine reports a failure */
   struct hetccl_plan_state *state;  /* cross-domain scratch (NULL with one domain) */

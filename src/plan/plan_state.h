@@ -16,6 +16,13 @@ enum {
   HETCCL_SCRATCH_INPLACE,     /* in-place AlltoAll: a copy of the input */
   HETCCL_SCRATCH_RS_INPUT,    /* ReduceScatter: the input laid out for the vendor phase (own blocks, F_d padded) */
   HETCCL_SCRATCH_RS_PARTIALS, /* ReduceScatter: every domain's partial of this rank's block, then its F_d shard's */
+  /* Large Broadcast: the padded buffer of whole shards the vendor all-gather
+   * fills. Large Reduce: the input padded to whole shards, then (the
+   * reduce-scatter has read it: the same stream or thread orders them) the
+   * padded buffer the root's domain all-gathers the result into. */
+  HETCCL_SCRATCH_ROOTED_WHOLE,
+  HETCCL_SCRATCH_ROOTED_SHARD,    /* large Reduce: the domain-reduced shard */
+  HETCCL_SCRATCH_ROOTED_PARTIALS, /* large Reduce: other domains' partials of this rank's shard, laid out like it */
   HETCCL_SCRATCH_SLOTS
 };
 _Static_assert(HETCCL_SCRATCH_SLOTS <= HETCCL_EXEC_SCRATCH_SLOTS, "the executor has a scratch slot for each plan step");

@@ -17,6 +17,11 @@
  *   --layout a,b,...  consecutive blocks of a, b, ... ranks, one domain each (sets the rank count)
  *   --timeout S       per job (default 600)
  *   -v                per-collective timings from rank 0
+ *   --in-turn LIST    instead of --colls: the collectives of LIST one after
+ *                     another, each over every type and count, in LIST's
+ *                     order, a line "collective NAME begins" on stderr before
+ *                     each (tests/scripts/test_64_ranks.sh counts the links
+ *                     each one opens from the library's log)
  * One rank of a job started elsewhere (tests/scripts/test_two_hosts.sh):
  *   --rank R --nranks N (--id-file PATH | --env-id)
  */
@@ -34,6 +39,8 @@
 
 struct matrix_opts {
   struct ht_slice m; /* what to run (ht_matrix.h) */
+  int turn[HT_NCOLLS]; /* --in-turn: collectives in order */
+  int nturn;
   const char *id_file;
   int env_id;
 };
@@ -380,15 +387,23 @@ static void matrix_run_rank(ht_ctx *ctx, const struct matrix_opts *o, const hetc
   int cnt = -1, ur = -1;
   ht_case(ctx, hetcclCommCount(c.comm, &cnt) == hetcclSuccess && cnt == c.n, "hetcclCommCount = %d", cnt);
   ht_case(ctx, hetcclCommUserRank(c.comm, &ur) == hetcclSuccess && ur == c.rank, "hetcclCommUserRank = %d", ur);
-  for (int t = 0; t < HT_NTYPES; t++) {
-    if (!(o->m.type_mask & (1u << t))) continue;
-    c.t = (hetcclDataType_t)t;
-    c.es = ht_type_size(c.t);
-    for (int k = 0; k < o->m.ncounts; k++) {
-      c.count = o->m.counts[k];
-      run_count(&c, o);
+  /* One pass over the slice, or, with --in-turn, one per collective. */
+  for (int pass = 0; pass < (o->nturn ? o->nturn : 1); pass++) {
+    struct matrix_opts one = *o;
+    if (o->nturn) {
+      one.m.coll_mask = 1u << o->turn[pass];
+      fprintf(stderr, "collective %s begins\n", ht_coll_name(o->turn[pass]));
     }
-    run_rounding_sums(&c, o);
+    for (int t = 0; t < HT_NTYPES; t++) {
+      if (!(one.m.type_mask & (1u << t))) continue;
+      c.t = (hetcclDataType_t)t;
+      c.es = ht_type_size(c.t);
+      for (int k = 0; k < one.m.ncounts; k++) {
+        c.count = one.m.counts[k];
+        run_count(&c, &one);
+      }
+      run_rounding_sums(&c, &one);
+    }
   }
   rc = hetcclCommDestroy(c.comm);
   ht_case(ctx, rc == hetcclSuccess, "hetcclCommDestroy returned %d: %s", (int)rc, hetcclGetLastError(NULL));
@@ -501,6 +516,19 @@ int main(int argc, char **argv) {
       for (int b = 0; b < env.nlayout; b++) total += env.layout[b];
       ranks[0] = total;
       nranks_list = 1;
+    }
+    else if (!strcmp(a, "--in-turn")) {
+      char list[256];
+      snprintf(list, sizeof list, "%s", v);
+      o.nturn = 0;
+      for (char *save = NULL, *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int coll = ht_coll_parse(w);
+        if (coll < 0 || o.nturn == HT_NCOLLS) {
+          fprintf(stderr, "--in-turn: '%s' is not a collective (or the list is too long)\n", w);
+          return 2;
+        }
+        o.turn[o.nturn++] = coll;
+      }
     }
     else if (!strcmp(a, "--rank")) standalone_rank = atoi(v);
     else if (!strcmp(a, "--nranks")) standalone_n = atoi(v);

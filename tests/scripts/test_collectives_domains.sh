@@ -46,6 +46,11 @@ run --layout 6,2 --counts 0,1,7,1023 "$@"
 run --layout 1,1,1,1 --counts 0,1,7,1023 "$@"
 # Interleaved domains (rank % K): domain members that are not contiguous.
 run --domains 3 --ranks 5 --counts 0,1,7,1023 "$@"
+# Broadcast, Reduce and AllReduce past HETCCL_SMALL_BYTES (their sharded
+# paths) on interleaved, uneven domains; with the threshold at 0 every count
+# takes them, also counts smaller than a domain (empty shards).
+run --domains 3 --ranks 5 --colls broadcast,reduce,allreduce --counts 65539 "$@"
+HETCCL_SMALL_BYTES=0 run --domains 4 --ranks 7 --colls broadcast,reduce,allreduce --counts 1,7,1023 "$@"
 # The same layouts with every link over TCP sockets.
 run --layout 2,2 --transport socket --counts 0,1,7,1023,65539 "$@"
 run --layout 1,2,1 --transport socket --counts 0,1,7,1023,65539 "$@"

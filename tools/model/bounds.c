@@ -25,11 +25,6 @@ enum { SHAPE_EQUAL2 = 1, SHAPE_UNEQUAL2 = 2, SHAPE_MANY = 4, SHAPE_ANY = 7 };
 static const struct {
   int coll, bound, shapes;
 } known[] = {
-    /* Broadcast and Reduce: all bytes through the root and each domain's rank 0. */
-    {HETCCL_COLL_BROADCAST, BOUND_CROSS, SHAPE_ANY},
-    {HETCCL_COLL_REDUCE, BOUND_CROSS, SHAPE_ANY},
-    /* AllReduce over k > 2 domains: each owner sends its piece to all k - 1 others (k/2 of the ideal). */
-    {HETCCL_COLL_ALLREDUCE, BOUND_CROSS, SHAPE_MANY},
     {-2, -2, 0} /* end */
 };
 

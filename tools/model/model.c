@@ -6,6 +6,7 @@
 
 #include "device/device.h"
 #include "plan/plan_state.h"
+#include "util/params.h"
 
 const int model_colls[] = {HETCCL_COLL_ALLREDUCE, HETCCL_COLL_ALLGATHER, HETCCL_COLL_REDUCESCATTER,
                            HETCCL_COLL_BROADCAST, HETCCL_COLL_REDUCE,    HETCCL_COLL_ALLTOALL,
@@ -76,6 +77,8 @@ int model_open(struct model *m, const struct model_layout *l) {
                                      .vendor = &record_vendor,
                                      .vcomm = (hetccl_vcomm *)m,
                                      .timeout_ms = 1000,
+                                     /* the live engine's threshold (agreed: rank 0's, as here) */
+                                     .small_bytes = hetccl_params()->small_bytes,
                                      .device = -1};
   /* One plan state serves every rank: its tables are the same on all, and
    * its executor and vendor batch are empty between calls. */
