@@ -29,7 +29,9 @@ static const struct hetccl_setting g_items[] = {
 };
 
 static struct socket_settings g_values;
-static struct hetccl_settings_table g_settings = {.owner = "socket", .items = g_items, .count = (int)(sizeof g_items / sizeof g_items[0]),
+static struct hetccl_settings_table g_settings = {.owner = "socket",
+                                                  .items = g_items,
+                                                  .count = (int)(sizeof g_items / sizeof g_items[0]),
                                                   .values = &g_values, .values_size = sizeof g_values};
 
 static int socket_probe(char *why, size_t why_size) {

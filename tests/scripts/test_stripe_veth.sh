@@ -105,7 +105,8 @@ run_pair() {
     local devs=""
     [ $r = 1 ] && devs=$devs1
     ip netns exec "${NS[$r]}" env -u HETCCL_SOCKET_IFNAME -u HETCCL_NET_DEVICES HETCCL_TOPO=1 HETCCL_TOPO_FILE="$TOPO" \
-      ${min:+HETCCL_SOCKET_STRIPE_MIN_BYTES=$min} ${devs:+HETCCL_NET_DEVICES=$devs} HETCCL_DEBUG=INFO timeout -s KILL 300 "$BIN" --rank $r \
+      ${min:+HETCCL_SOCKET_STRIPE_MIN_BYTES=$min} ${devs:+HETCCL_NET_DEVICES=$devs} HETCCL_DEBUG=INFO \
+      timeout -s KILL 300 "$BIN" --rank $r \
       --nranks 2 --id-file "$dir/id" --transport socket --counts 1,65539,$COUNT --types float32 --ops sum \
       --colls allreduce,allgather,broadcast,sendrecv --timeout 240 >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
     PIDS+=($!)

@@ -227,7 +227,8 @@ static void run(int with_consume, int delay0, int delay1) {
  * of the piece, or one end striping and the other not. */
 static void mismatch(size_t sent, size_t want) {
   static struct chan c0, c1, back0, back1;
-  memset(&c0, 0, sizeof c0), memset(&c1, 0, sizeof c1), memset(&back0, 0, sizeof back0), memset(&back1, 0, sizeof back1);
+  memset(&c0, 0, sizeof c0), memset(&c1, 0, sizeof c1);
+  memset(&back0, 0, sizeof back0), memset(&back1, 0, sizeof back1);
   hetccl_link *tx_children[2] = {&fake_end(0, 0, &c0, &back0)->base, &fake_end(1, 0, &c1, &back1)->base};
   hetccl_link *rx_children[2] = {&fake_end(0, 0, &back0, &c0)->base, &fake_end(1, 0, &back1, &c1)->base};
   hetccl_link *tx = NULL, *rx = NULL;
