@@ -30,6 +30,10 @@ enum hetccl_topo_distance hetccl_topo_gpu_nic_distance(const struct hetccl_topo 
   return path_distance(&t->gpu[g].path, t->gpu[g].numa, &t->nic[n].path, t->nic[n].numa);
 }
 
+enum hetccl_topo_distance hetccl_topo_nic_nic_distance(const struct hetccl_topo *t, int a, int b) {
+  return path_distance(&t->nic[a].path, t->nic[a].numa, &t->nic[b].path, t->nic[b].numa);
+}
+
 enum hetccl_topo_distance hetccl_topo_numa_nic_distance(const struct hetccl_topo *t, int m, int n) {
   return t->nic[n].numa == m ? HETCCL_TOPO_NUMA : HETCCL_TOPO_SYSTEM;
 }
@@ -114,6 +118,21 @@ void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignme
       if (candidate(t, n) && hetccl_topo_numa_nic_distance(t, m, n) == want)
         out->numa_nics[m][out->numa_count[m]++] = n;
   }
+}
+
+int hetccl_topo_host_nics(const struct hetccl_topo *t, const struct hetccl_topo_assignment *a, int m, int local,
+                          int nic[HETCCL_TOPO_NICS_PER_RANK]) {
+  int count = m >= 0 && m < t->nnuma ? a->numa_count[m] : 0;
+  if (count == 0) return 0;
+  int first = (local < 0 ? 0 : local) % count;
+  nic[0] = a->numa_nics[m][first];
+  for (int k = 1; k < count; k++) {
+    int n = a->numa_nics[m][(first + k) % count];
+    if (hetccl_topo_nic_nic_distance(t, nic[0], n) != HETCCL_TOPO_SWITCH) continue;
+    nic[1] = n;
+    return 2;
+  }
+  return 1;
 }
 
 int hetccl_topo_find_gpu(const struct hetccl_topo *t, const char *pci) {

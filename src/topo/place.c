@@ -95,10 +95,11 @@ static void place_locked(const char *pci, int local_index, struct hetccl_topo_pl
     uint64_t cpus[HETCCL_TOPO_CPU_WORDS];
     own_cpus(cpus);
     m = hetccl_topo_numa_of_cpus(t, cpus);
-    if (m >= 0 && a->numa_count[m] > 0) {
-      int pick = a->numa_nics[m][(local_index < 0 ? 0 : local_index) % a->numa_count[m]];
-      copy_nic(&out->nic[0], &t->nic[pick]);
-      out->nnics = 1;
+    int nic[HETCCL_TOPO_NICS_PER_RANK];
+    int n = m >= 0 ? hetccl_topo_host_nics(t, a, m, local_index, nic) : 0;
+    if (n > 0) {
+      for (int k = 0; k < n; k++) copy_nic(&out->nic[k], &t->nic[nic[k]]);
+      out->nnics = n;
       out->distance = a->numa_distance[m];
     } else if (m < 0 && t->nnics > 0) { /* runs outside every NUMA node the topology lists */
       copy_nic(&out->nic[0], &t->nic[(local_index < 0 ? 0 : local_index) % t->nnics]);

@@ -92,6 +92,9 @@ int hetccl_topo_filter_nics(struct hetccl_topo *t, const char *spec, char *why, 
 enum hetccl_topo_distance hetccl_topo_gpu_nic_distance(const struct hetccl_topo *t, int g, int n);
 /* The distance class of NIC n from NUMA node index m. */
 enum hetccl_topo_distance hetccl_topo_numa_nic_distance(const struct hetccl_topo *t, int m, int n);
+/* The distance class between NICs a and b (HETCCL_TOPO_SWITCH: one PCIe
+ * switch holds both). */
+enum hetccl_topo_distance hetccl_topo_nic_nic_distance(const struct hetccl_topo *t, int a, int b);
 
 /* What each GPU (and each NUMA node, for host ranks) of the node gets. */
 struct hetccl_topo_choice {
@@ -120,6 +123,15 @@ struct hetccl_topo_assignment {
  * first (one switch, two NICs): striped over. A pure function of `t`.
  */
 void hetccl_topo_assign(const struct hetccl_topo *t, struct hetccl_topo_assignment *out);
+
+/* A host rank's NICs on NUMA node index m (m >= 0), its local index
+ * `local`: entry local % count of the node's list, and as a second the
+ * next entry (in list order, wrapping) behind the same PCIe switch as it,
+ * if any (a host with two NICs on one switch stripes over both, as a GPU
+ * with two on its switch does). Writes nic[0..n), returns n (0 .. 2). A
+ * pure function of `t` and `a`. */
+int hetccl_topo_host_nics(const struct hetccl_topo *t, const struct hetccl_topo_assignment *a, int m, int local,
+                          int nic[HETCCL_TOPO_NICS_PER_RANK]);
 
 /* Index of the GPU at PCI address `pci` (any accepted spelling), -1 if none. */
 int hetccl_topo_find_gpu(const struct hetccl_topo *t, const char *pci);

@@ -35,3 +35,19 @@ const char *hetccl_nic_ifname(const hetccl_net_ctx *ctx, char *buf, size_t size)
                 p->nic[0].pci, p->nic[0].netdev[0] ? p->nic[0].netdev : "none named");
   return "";
 }
+
+int hetccl_nic_ifnames(const hetccl_net_ctx *ctx, char bufs[][HETCCL_TOPO_NAME_BYTES], const char **out, int max) {
+  out[0] = hetccl_nic_ifname(ctx, bufs[0], HETCCL_TOPO_NAME_BYTES);
+  const struct hetccl_topo_place *p = ctx->place;
+  if (!out[0][0] || out[0] == ctx->socket_ifname || !p || !p->valid) return 1;
+  int n = 1;
+  for (int k = 0; k < p->nnics && n < max; k++) {
+    if (!strcmp(p->nic[k].netdev, out[0]) || !hetccl_nic_ifname_usable(p->nic[k].netdev)) continue;
+    snprintf(bufs[n], HETCCL_TOPO_NAME_BYTES, "%s", p->nic[k].netdev);
+    out[n] = bufs[n];
+    HETCCL_INFO("rank %d: sockets also on interface %s of NIC %s (as near as the first: links stripe over both)",
+                ctx->rank, out[n], p->nic[k].pci);
+    n++;
+  }
+  return n;
+}

@@ -20,6 +20,14 @@
  * context. */
 const char *hetccl_nic_ifname(const hetccl_net_ctx *ctx, char *buf, size_t size);
 
+/* Every interface for socket links, for a listener each: HETCCL_SOCKET_IFNAME
+ * alone when set; else the interface of each of the rank's NICs that is
+ * up with an address here, in the topology's order (a second one: links
+ * stripe over both, transport/stripe.h); else one "" (the default
+ * route's). out[k] points at the setting or at bufs[k]; returns how many
+ * (1 .. max). Logs the choice at INFO. */
+int hetccl_nic_ifnames(const hetccl_net_ctx *ctx, char bufs[][HETCCL_TOPO_NAME_BYTES], const char **out, int max);
+
 /* Whether interface `name` exists here, up, with an IPv4 or IPv6 address. */
 int hetccl_nic_ifname_usable(const char *name);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "transport/socket_internal.h"
+#include "transport/stripe.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -42,36 +43,66 @@ static void socket_close(hetccl_link *link) {
   free(l);
 }
 
-static hetcclResult_t socket_connect(hetccl_net_ctx *ctx, int peer,
-                                     const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], hetccl_link **out) {
-  int n = ctx->socket_nstreams;
-  if (n < 1 || n > SOCKET_MAX_STREAMS)
-    return hetccl_error(hetcclInvalidArgument, "socket: %d streams per link (1..%d)", n, SOCKET_MAX_STREAMS);
+/* A link over n connected streams to `peer` (fds[0..n)); it owns them
+ * from now on, or closes them when it cannot be made. */
+static hetcclResult_t link_over(int peer, int n, const int *fds, hetccl_link **out) {
   struct socket_link *l = calloc(1, sizeof(*l));
-  if (!l) return hetccl_error(hetcclSystemError, "socket: out of memory for a link");
-  l->base.ops = &hetccl_transport_socket;
-  l->base.peer = peer;
-  l->nstreams = n;
-  l->streams = calloc((size_t)n, sizeof(*l->streams));
-  int ok = l->streams != NULL;
+  int ok = l != NULL;
+  if (ok) {
+    l->base.ops = &hetccl_transport_socket;
+    l->base.peer = peer;
+    l->nstreams = n;
+    l->streams = calloc((size_t)n, sizeof(*l->streams));
+    ok = l->streams != NULL;
+  }
   for (int s = 0; ok && s < n; s++) l->streams[s].fd = -1;
   for (int s = 0; ok && s < n; s++) {
     l->streams[s].staging = aligned_alloc(64, SOCKET_PIECE_BYTES);
     ok = l->streams[s].staging != NULL;
   }
   if (!ok) {
-    socket_close(&l->base);
+    if (l) socket_close(&l->base);
+    for (int s = 0; s < n; s++) close(fds[s]);
     return hetccl_error(hetcclSystemError, "socket: out of memory for a link");
-  }
-  int fds[SOCKET_MAX_STREAMS];
-  hetcclResult_t rc = hetccl_socket_open_streams(ctx, peer, peer_addr, fds);
-  if (rc != hetcclSuccess) {
-    socket_close(&l->base);
-    return rc;
   }
   for (int s = 0; s < n; s++) l->streams[s].fd = fds[s];
   *out = &l->base;
-  HETCCL_INFO("socket: rank %d linked to rank %d over %d streams", ctx->rank, peer, n);
+  return hetcclSuccess;
+}
+
+/* One link of nstreams connections per NIC both ends have (the fewer of
+ * the two ends' listeners); over two NICs the children are wrapped in a
+ * striped link, so large messages cross both. */
+static hetcclResult_t socket_connect(hetccl_net_ctx *ctx, int peer,
+                                     const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], hetccl_link **out) {
+  int n = ctx->socket_nstreams, nics = 1;
+  if (n < 1 || n > SOCKET_MAX_STREAMS)
+    return hetccl_error(hetcclInvalidArgument, "socket: %d streams per link (1..%d)", n, SOCKET_MAX_STREAMS);
+  HETCCL_TRY(hetccl_socket_link_nics(ctx, peer, peer_addr, &nics));
+  int fds[SOCKET_MAX_STREAMS * SOCKET_MAX_NICS];
+  HETCCL_TRY(hetccl_socket_open_streams(ctx, peer, peer_addr, nics, fds));
+  hetccl_link *child[SOCKET_MAX_NICS] = {NULL};
+  hetcclResult_t rc = hetcclSuccess;
+  for (int c = 0; c < nics; c++) {
+    if (rc == hetcclSuccess) rc = link_over(peer, n, fds + c * n, &child[c]);
+    else
+      for (int s = 0; s < n; s++) close(fds[c * n + s]);
+  }
+  if (rc == hetcclSuccess && nics > 1)
+    rc = hetccl_stripe_create(child, nics, ctx->socket_stripe_min_bytes, ctx->socket_stripe_piece_bytes, out);
+  else if (rc == hetcclSuccess)
+    *out = child[0];
+  if (rc != hetcclSuccess) {
+    for (int c = 0; c < nics; c++)
+      if (child[c]) socket_close(child[c]);
+    return rc;
+  }
+  if (nics > 1)
+    HETCCL_INFO("socket: rank %d linked to rank %d over %d NICs, %d streams each, striped (messages of %zu bytes "
+                "and more, in pieces of %zu)", ctx->rank, peer, nics, n, ctx->socket_stripe_min_bytes,
+                ctx->socket_stripe_piece_bytes);
+  else
+    HETCCL_INFO("socket: rank %d linked to rank %d over %d streams", ctx->rank, peer, n);
   return hetcclSuccess;
 }
 

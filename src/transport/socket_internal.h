@@ -24,12 +24,18 @@
 #define SOCKET_PIECE_BYTES ((size_t)256 << 10)
 #define SOCKET_BUF_BYTES (4 << 20)             /* SO_SNDBUF / SO_RCVBUF request */
 #define SOCKET_MAX_STREAMS 64
+/* Listeners (one per NIC of the rank, src/topo) and so child links of a
+ * striped link: the topology gives a rank at most two NICs. */
+#define SOCKET_MAX_NICS 2
 
-/* What setup() publishes. */
+/* What setup() publishes: the first listener's address where it always
+ * was, so a build that knows one address reads this one as before; a
+ * second NIC's listener after it (family 0: none). Exactly fills the
+ * rank table's slot. */
 struct socket_addr {
   uint32_t magic;
-  uint32_t len; /* of sa */
-  union hetccl_sockaddr sa;
+  uint32_t len; /* of sa[0] */
+  union hetccl_sockaddr sa[SOCKET_MAX_NICS];
 };
 
 /* First bytes on every connection, lower rank to higher rank. */
@@ -37,7 +43,7 @@ struct socket_hello {
   uint64_t magic;
   uint64_t comm_tag;
   uint32_t rank;   /* the connecting (lower) rank */
-  uint32_t stream; /* index of this connection within the link */
+  uint32_t stream; /* index of this connection within the link: nic * nstreams + stream of that NIC's child */
   uint8_t mac[HETCCL_SHA256_BYTES]; /* HMAC(secret, comm_tag || rank || stream || accepting rank) */
 };
 
@@ -73,8 +79,9 @@ struct socket_watch {
 
 /* ctx->state[HETCCL_TRANSPORT_SOCKET] */
 struct socket_state {
-  int listen_fd;
-  union hetccl_sockaddr addr;
+  int nlisten;                               /* 1 .. SOCKET_MAX_NICS */
+  int listen_fd[SOCKET_MAX_NICS];
+  union hetccl_sockaddr addr[SOCKET_MAX_NICS];
   struct socket_conn *stash;
   int nstash, cap_stash;
   struct hetccl_acceptor hellos; /* accepted connections in their hello (util/hello.h) */
@@ -122,14 +129,22 @@ void hetccl_socket_watch_hellos(struct socket_state *st, uint64_t now_ns);
 int hetccl_socket_watch_take_ready(struct socket_state *st, int fd);
 /* Takes fd out of the set (a stream handed to a link or the stash). */
 void hetccl_socket_unwatch(struct socket_state *st, int fd);
+/* Whether fd is one of the listeners. */
+int hetccl_socket_is_listener(const struct socket_state *st, int fd);
 /* Waits at most ms for the listener or a hello connection to be readable. */
 void hetccl_socket_watch_wait(struct socket_state *st, int ms);
 
 /* Connection setup (socket_conn.c). */
 hetcclResult_t hetccl_socket_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
-/* Fills fds[0..nstreams) with the link's connected, hello-checked streams. */
+/* How many NICs a link to the rank that published `peer_addr` uses: the
+ * fewer of the two ends' listeners, 1 when striping is off; both ends
+ * compute the same from the rank table. */
+hetcclResult_t hetccl_socket_link_nics(const hetccl_net_ctx *ctx, int peer,
+                                       const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int *nics);
+/* Fills fds[0..nics * nstreams) with the link's connected, hello-checked
+ * streams: NIC c's child link gets fds[c * nstreams .. (c + 1) * nstreams). */
 hetcclResult_t hetccl_socket_open_streams(hetccl_net_ctx *ctx, int peer,
-                                          const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int *fds);
+                                          const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES], int nics, int *fds);
 void hetccl_socket_teardown(hetccl_net_ctx *ctx);
 
 /* Checks of what a peer sends, pure functions of the bytes (fuzzed:

@@ -1,7 +1,7 @@
 /*
  * The socket transport's readiness set for accepting (socket_internal.h,
  * struct socket_watch): one epoll set per communicator holding the
- * listener and every connection still in its hello. Connections enter it
+ * listeners (one per NIC) and every connection still in its hello. Connections enter it
  * once, when first seen after an accept, and leave it when their stream is
  * taken (closed ones leave by themselves); a wait reports the readable
  * ones, and only those are read. A connection is known by its fd and its
@@ -23,9 +23,11 @@ hetcclResult_t hetccl_socket_watch_open(struct socket_state *st) {
   memset(w, 0, sizeof *w);
   w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (w->epoll_fd < 0) return hetccl_error(hetcclSystemError, "socket: epoll_create1: %s", strerror(errno));
-  struct epoll_event ev = {.events = EPOLLIN, .data.fd = st->listen_fd};
-  if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, st->listen_fd, &ev) != 0)
-    return hetccl_error(hetcclSystemError, "socket: epoll_ctl(listener): %s", strerror(errno));
+  for (int k = 0; k < st->nlisten; k++) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = st->listen_fd[k]};
+    if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, st->listen_fd[k], &ev) != 0)
+      return hetccl_error(hetcclSystemError, "socket: epoll_ctl(listener): %s", strerror(errno));
+  }
   w->listener_armed = 1;
   return hetcclSuccess;
 }
@@ -58,8 +60,12 @@ void hetccl_socket_watch_hellos(struct socket_state *st, uint64_t now_ns) {
   struct socket_watch *w = &st->watch;
   int listen = hetccl_acceptor_listening(&st->hellos, now_ns);
   if (listen != w->listener_armed) {
-    struct epoll_event ev = {.events = listen ? EPOLLIN : 0, .data.fd = st->listen_fd};
-    if (epoll_ctl(w->epoll_fd, EPOLL_CTL_MOD, st->listen_fd, &ev) == 0) w->listener_armed = listen;
+    int ok = 1;
+    for (int k = 0; k < st->nlisten; k++) {
+      struct epoll_event ev = {.events = listen ? EPOLLIN : 0, .data.fd = st->listen_fd[k]};
+      ok &= epoll_ctl(w->epoll_fd, EPOLL_CTL_MOD, st->listen_fd[k], &ev) == 0;
+    }
+    if (ok) w->listener_armed = listen;
   }
   for (int i = 0; i < st->hellos.n; i++) {
     const struct hetccl_hello_conn *c = &st->hellos.conns[i];
@@ -87,6 +93,12 @@ void hetccl_socket_unwatch(struct socket_state *st, int fd) {
   if (fd >= 0 && fd < w->cap) w->stamp[fd] = 0, w->ready[fd] = 0;
 }
 
+int hetccl_socket_is_listener(const struct socket_state *st, int fd) {
+  for (int k = 0; k < st->nlisten; k++)
+    if (st->listen_fd[k] == fd) return 1;
+  return 0;
+}
+
 void hetccl_socket_watch_wait(struct socket_state *st, int ms) {
   struct socket_watch *w = &st->watch;
   struct epoll_event ev[64];
@@ -94,6 +106,6 @@ void hetccl_socket_watch_wait(struct socket_state *st, int ms) {
   int n = epoll_wait(w->epoll_fd, ev, 64, ms);
   for (int i = 0; i < n; i++) {
     int fd = ev[i].data.fd;
-    if (fd != st->listen_fd && fd >= 0 && fd < w->cap) w->ready[fd] = 1;
+    if (!hetccl_socket_is_listener(st, fd) && fd >= 0 && fd < w->cap) w->ready[fd] = 1;
   }
 }

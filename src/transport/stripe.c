@@ -92,7 +92,15 @@ static hetcclResult_t queue(struct stripe_link *s, int dirn, char *buf, size_t b
   struct dir *d = &s->d[dirn];
   if (d->tail - d->head >= d->cap) HETCCL_TRY(grow_ring(d));
   struct sop *o = op_at(d, d->tail);
-  size_t npieces = bytes >= s->min_bytes && bytes > s->piece_bytes ? (bytes + s->piece_bytes - 1) / s->piece_bytes : 1;
+  /* Full pieces, then the rest as a last piece even when empty: the
+   * children's sizes of two different message sizes then differ at some
+   * piece both ends post (neither sequence is the start of the other), so
+   * each child's size check catches a mismatch instead of a receive
+   * completing short. A whole message of exactly one piece is cut too
+   * (a piece and an empty one), or it would look like a cut message's
+   * first piece. */
+  int cut = bytes >= s->min_bytes || bytes == s->piece_bytes;
+  size_t npieces = cut ? bytes / s->piece_bytes + 1 : 1;
   if (npieces > o->cap) {
     uint64_t *reqs = realloc(o->reqs, npieces * sizeof *reqs);
     if (reqs) o->reqs = reqs;
@@ -105,7 +113,7 @@ static hetcclResult_t queue(struct stripe_link *s, int dirn, char *buf, size_t b
   o->buf = buf;
   o->bytes = bytes;
   o->npieces = npieces;
-  o->piece = npieces > 1 ? s->piece_bytes : bytes;
+  o->piece = cut ? s->piece_bytes : bytes;
   o->fn = dirn == 1 ? fn : NULL;
   o->arg = arg;
   o->has_sig = sig != NULL;

@@ -4,9 +4,12 @@
  * itself (transport.h): FIFO per direction, the same message sizes on both
  * ends, consume callbacks in increasing contiguous offset order.
  *
- * A message of at least `min_bytes` is cut into pieces of `piece_bytes`
- * (a multiple of 64); piece i of the k-th message of a direction goes over
- * child (k + i) % n, at its offset. Both ends post the same messages with
+ * A message of at least `min_bytes` (or of exactly `piece_bytes`) is cut
+ * into pieces of `piece_bytes` (a multiple of 64) and a last piece of the
+ * rest, sent even when empty, so that two ends that disagree on a size
+ * disagree on some piece's size, which the child's size check catches;
+ * piece i of the k-th message of a direction goes over child (k + i) % n,
+ * at its offset. Both ends post the same messages with
  * the same sizes, so each child's FIFO carries the same pieces in the same
  * order on both ends, and the receiver places each piece by its offset
  * whatever child finishes first. A smaller message goes whole over child

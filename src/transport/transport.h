@@ -63,6 +63,11 @@ typedef struct hetccl_net_ctx {
   int64_t timeout_ms;
   const char *socket_ifname;                /* "" for the default route's interface */
   int socket_nstreams;
+  /* Links over two NICs (transport/stripe.h): messages of at least this
+   * many bytes are cut into pieces of piece_bytes (a multiple of 64) spread
+   * over both; 0: links use one NIC. Agreed, so both ends cut alike. */
+  size_t socket_stripe_min_bytes;
+  size_t socket_stripe_piece_bytes;
   size_t shm_slot_bytes;
   int shm_nslots;
   /* Device windows (transport/shm_window.h): bytes per direction, and for

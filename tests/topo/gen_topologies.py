@@ -103,12 +103,15 @@ def node(name, sockets, cores_per_socket, threads=2):
         return [t * total + s * cores_per_socket + c for t in range(threads) for c in range(cores_per_socket)]
     w.add(0, '<?xml version="1.0" encoding="UTF-8"?>')
     w.add(0, '<!DOCTYPE topology SYSTEM "hwloc2.dtd">')
-    w.add(0, '<!-- %s: written by tests/topo/gen_topologies.py -->' % name)
     w.add(0, '<topology version="2.0">')
     m = cpumask(all_cpus)
     nm = cpumask(range(n))
     w.add(1, '<object type="Machine" os_index="0" cpuset="%s" complete_cpuset="%s" allowed_cpuset="%s" nodeset="%s" '
              'complete_nodeset="%s" allowed_nodeset="%s" gp_index="%d">' % (m, m, m, nm, nm, nm, w.next_gp()))
+    # What the file is, as an info attribute rather than an XML comment:
+    # hwloc built without libxml2 (no libhwloc-plugins) reads XML with its
+    # minimalistic parser, which refuses comments.
+    w.add(2, '<info name="HetCCLTestTopology" value="%s: written by tests/topo/gen_topologies.py"/>' % name)
     for s, bridges in enumerate(sockets):
         cs = cpumask(socket_cpus(s))
         ns = cpumask([s])
@@ -206,6 +209,14 @@ def veth_host(name, ifname):
     return node(name, [[(0x00, 0x0F, ports)]], 64, threads=1)
 
 
+def veth_stripe_host(name, ifnames):
+    # A one-socket host whose two NICs (the veths `ifnames` the test makes)
+    # sit behind one PCIe switch: a host rank gets both and stripes.
+    nics = [nic(0x03 + i, netdev=n, vendor=INTEL, cls=0x0200, device=0x1572) for i, n in enumerate(ifnames)]
+    ports = [(0x01, ("switch", 0x01, nics))]
+    return node(name, [[(0x00, 0x0F, ports)]], 64, threads=1)
+
+
 FILES = {
     "dgx_h100.xml": dgx_h100,
     "mi300x.xml": mi300x,
@@ -214,6 +225,7 @@ FILES = {
     "nics_one_socket.xml": nics_one_socket,
     "veth_a.xml": lambda: veth_host("host A of test_topo_veth.sh", "htopo-a"),
     "veth_b.xml": lambda: veth_host("host B of test_topo_veth.sh", "htopo-b"),
+    "veth_stripe.xml": lambda: veth_stripe_host("either host of test_stripe_veth.sh", ["hstripe0", "hstripe1"]),
 }
 
 if __name__ == "__main__":

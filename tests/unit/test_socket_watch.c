@@ -79,7 +79,7 @@ int main(void) {
   memcpy(&a, r1.addr, sizeof a);
   int idle[IDLE], nidle = 0;
   for (int i = 0; i < IDLE; i++)
-    if (hetccl_sock_connect(&a.sa, hetccl_deadline_ms(5000), &idle[nidle]) == hetcclSuccess) nidle++;
+    if (hetccl_sock_connect(&a.sa[0], hetccl_deadline_ms(5000), &idle[nidle]) == hetcclSuccess) nidle++;
   CHECK(nidle == IDLE, "%d of %d idle connections opened", nidle, IDLE);
   struct socket_state *st = r1.ctx.state[HETCCL_TRANSPORT_SOCKET];
   uint64_t reads0 = st->watch.reads, waits0 = st->watch.waits;

@@ -221,6 +221,38 @@ static void run(int with_consume, int delay0, int delay1) {
   rx->ops->close(rx);
 }
 
+/* A send of `sent` bytes met by a receive of `want`: the receiving end must
+ * fail with hetcclInvalidUsage, never complete (a silent truncation), even
+ * where each child's piece sizes could line up: sizes that are multiples
+ * of the piece, or one end striping and the other not. */
+static void mismatch(size_t sent, size_t want) {
+  static struct chan c0, c1, back0, back1;
+  memset(&c0, 0, sizeof c0), memset(&c1, 0, sizeof c1);
+  memset(&back0, 0, sizeof back0), memset(&back1, 0, sizeof back1);
+  hetccl_link *tx_children[2] = {&fake_end(0, 0, &c0, &back0)->base, &fake_end(1, 0, &c1, &back1)->base};
+  hetccl_link *rx_children[2] = {&fake_end(0, 0, &back0, &c0)->base, &fake_end(1, 0, &back1, &c1)->base};
+  hetccl_link *tx = NULL, *rx = NULL;
+  CHECK(hetccl_stripe_create(tx_children, 2, 2 * PIECE, PIECE, &tx) == hetcclSuccess, "%s", hetccl_last_error());
+  CHECK(hetccl_stripe_create(rx_children, 2, 2 * PIECE, PIECE, &rx) == hetcclSuccess, "%s", hetccl_last_error());
+  if (!tx || !rx) return;
+  unsigned char *out = calloc(1, sent), *in = calloc(1, want);
+  uint64_t sreq, rreq;
+  CHECK(rx->ops->irecv(rx, in, want, NULL, NULL, NULL, &rreq) == hetcclSuccess, "irecv");
+  CHECK(tx->ops->isend(tx, out, sent, NULL, &sreq) == hetcclSuccess, "isend");
+  hetcclResult_t rc = hetcclSuccess;
+  int done = 0;
+  for (int k = 0; k < 1000 && rc == hetcclSuccess && !done; k++) {
+    int sd = 0;
+    (void)tx->ops->test(tx, sreq, &sd);
+    rc = rx->ops->test(rx, rreq, &done);
+  }
+  CHECK(rc == hetcclInvalidUsage, "a send of %zu bytes met a receive of %zu: %s", sent, want,
+        rc == hetcclSuccess ? (done ? "the receive completed" : "nothing happened") : hetccl_last_error());
+  free(out), free(in);
+  tx->ops->close(tx);
+  rx->ops->close(rx);
+}
+
 int main(void) {
   struct {
     const char *name;
@@ -237,6 +269,15 @@ int main(void) {
     printf("%s %s\n", f ? "FAIL" : "ok  ", cases[i].name);
     failed += f != 0;
   }
+  atomic_store(&g_fails, 0);
+  mismatch(4 * PIECE, 3 * PIECE);     /* both striped, whole pieces only */
+  mismatch(3 * PIECE, 4 * PIECE);
+  mismatch(2 * PIECE, PIECE);         /* striped against whole, first piece alike */
+  mismatch(PIECE, 2 * PIECE);
+  mismatch(2 * PIECE + 64, 2 * PIECE); /* the last piece differs */
+  mismatch(PIECE - 64, PIECE);        /* both whole */
+  printf("%s size mismatches caught\n", atomic_load(&g_fails) ? "FAIL" : "ok  ");
+  failed += atomic_load(&g_fails) != 0;
   /* Bad arguments. */
   hetccl_link *out = NULL;
   struct chan a, b;

@@ -142,6 +142,36 @@ static void test_two_per_switch(void) {
   check_gpus("two-per-switch", w, 5);
 }
 
+/* A host rank of local index `local` takes its NUMA node's NIC `local`
+ * (mod count) and, as a second, the next one behind the same PCIe switch
+ * (`second` "": none expected). */
+static void check_host_nics(const char *file, int m, int local, const char *first, const char *second) {
+  int nic[HETCCL_TOPO_NICS_PER_RANK];
+  int n = hetccl_topo_host_nics(&g_t, &g_a, m, local, nic);
+  int want = second[0] ? 2 : 1;
+  CHECK(n == want, "%s: host rank %d of NUMA %d has %d NICs, expected %d", file, local, m, n, want);
+  if (n >= 1)
+    CHECK(!strcmp(name_of(&g_t, nic[0]), first), "%s: host rank %d: first NIC %s, expected %s", file, local,
+          name_of(&g_t, nic[0]), first);
+  if (n >= 2 && want == 2)
+    CHECK(!strcmp(name_of(&g_t, nic[1]), second), "%s: host rank %d: second NIC %s, expected %s", file, local,
+          name_of(&g_t, nic[1]), second);
+}
+
+/* Host ranks get a second NIC only behind their first's switch. */
+static void test_host_second_nic(void) {
+  if (!load("two_nics_per_switch.xml", NULL)) return;
+  check_host_nics("two-per-switch", 0, 0, "mlx5_0", "mlx5_1"); /* switch A */
+  check_host_nics("two-per-switch", 0, 1, "mlx5_1", "mlx5_0"); /* wraps to A's other */
+  check_host_nics("two-per-switch", 0, 4, "mlx5_4", "mlx5_5"); /* switch C */
+  check_host_nics("two-per-switch", 1, 0, "mlx5_6", "");        /* alone on switch D */
+  if (!load("dgx_h100.xml", NULL)) return;
+  check_host_nics("dgx", 0, 2, "mlx5_2", ""); /* one NIC per switch */
+  if (!load("veth_stripe.xml", NULL)) return;
+  check_host_nics("veth-stripe", 0, 0, "hstripe0", "hstripe1");
+  check_host_nics("veth-stripe", 0, 1, "hstripe1", "hstripe0");
+}
+
 static void test_one_socket(void) {
   /* Socket 1's GPUs have no near NIC: they spread over socket 0's four. */
   static const struct want w[] = {
@@ -328,7 +358,7 @@ int main(void) {
   } cases[] = {{"pci", test_pci}, {"handmade", test_handmade},           {"dgx_h100", test_dgx},       {"mi300x", test_mi300x},
                {"four_gpu_one_nic", test_four_one}, {"two_nics_per_switch", test_two_per_switch},
                {"nics_one_socket", test_one_socket}, {"net_devices", test_filter}, {"broken", test_broken},
-               {"place", test_place}, {"binding", test_binding}};
+               {"host_second_nic", test_host_second_nic}, {"place", test_place}, {"binding", test_binding}};
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     atomic_store(&g_fails, 0);

@@ -304,7 +304,7 @@ static int raw_connect(const uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
   struct socket_addr a;
   memcpy(&a, addr, sizeof(a));
   int fd = -1;
-  if (hetccl_sock_connect(&a.sa, hetccl_deadline_ms(5000), &fd) != hetcclSuccess) return -1;
+  if (hetccl_sock_connect(&a.sa[0], hetccl_deadline_ms(5000), &fd) != hetcclSuccess) return -1;
   return fd;
 }
 
@@ -469,13 +469,23 @@ static void test_bad_addresses(struct shared *sh) {
   ok = e.ops->setup(&e.ctx, addr) == hetcclSuccess;
   uint8_t again[HETCCL_TRANSPORT_ADDR_BYTES];
   ok = ok && e.ops->setup(&e.ctx, again) == hetcclInvalidUsage; /* once per communicator */
+  /* A second address (a second NIC's listener) must be IPv4 or IPv6 with a
+   * port, or absent (family 0): anything else refuses the peer's card. */
+  struct socket_addr forged;
+  memcpy(&forged, addr, sizeof forged);
+  forged.sa[1].sa.sa_family = 99;
+  ok = ok && e.ops->connect(&e.ctx, 0, (const uint8_t *)&forged, &l) == hetcclInvalidUsage && l == NULL;
+  memcpy(&forged.sa[1], &forged.sa[0], sizeof forged.sa[0]);
+  forged.sa[1].sin.sin_port = 0;
+  forged.sa[1].sin6.sin6_port = 0;
+  ok = ok && e.ops->connect(&e.ctx, 0, (const uint8_t *)&forged, &l) == hetcclInvalidUsage && l == NULL;
   memset(addr, 0, sizeof(addr));
   ok = ok && e.ops->connect(&e.ctx, 0, addr, &l) == hetcclInvalidUsage && l == NULL;
   e.ctx.socket_nstreams = 0;
   ok = ok && e.ops->connect(&e.ctx, 0, again, &l) == hetcclInvalidArgument && l == NULL;
   e.ops->teardown(&e.ctx);
   ok = ok && e.ctx.state[HETCCL_TRANSPORT_SOCKET] == NULL;
-  report("socket: bad address, double setup, bad streams refused", ok);
+  report("socket: bad address (or bad second address), double setup, bad streams refused", ok);
 }
 
 int main(void) {
