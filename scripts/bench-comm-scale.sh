@@ -22,6 +22,7 @@ TRANSPORTS=${TRANSPORTS:-shm,socket}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$BUILD" && pwd)
 WORK=${WORK:-$(mktemp -d /tmp/hetccl-comm-scale.XXXXXX)}
+mkdir -p "$WORK" || exit 1
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 if [ -d "$BEFORE" ]; then

@@ -133,6 +133,14 @@ hetcclResult_t hetccl_topo_load(const char *xml_path, const char *net_devices, s
   if (hwloc_topology_init(&topo) < 0) return hetccl_error(hetcclSystemError, "hwloc: cannot start a topology");
   hetcclResult_t rc = hetcclSuccess;
   (void)hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  /* GPUs are found by PCI address and NICs by the sysfs discovery of the
+   * core "linux" component; hwloc's GPU-library plugins would start the
+   * CUDA runtime, NVML, ROCm SMI or OpenCL in every rank, host ranks too,
+   * with their threads and memory (BENCHMARKS.md, "A communicator's cost
+   * per rank"). A topology file runs no plugin. */
+  static const char *const gpu_library_components[] = {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl"};
+  for (size_t i = 0; !file && i < sizeof gpu_library_components / sizeof gpu_library_components[0]; i++)
+    (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_library_components[i]);
   /* A file that cannot be set must not fall back to the live machine. */
   if (file && hwloc_topology_set_xml(topo, xml_path) < 0) {
     int e = errno;
