@@ -197,9 +197,10 @@ static int agreed_main(ht_ctx *ctx, void *arg) {
   int socket_links = 0, other_links = 0;
   for (int p = 0; p < comm->nranks; p++)
     if (comm->links[p]) *(comm->links[p]->ops == &hetccl_transport_socket ? &socket_links : &other_links) += 1;
-  ht_case(ctx, socket_links == 1 && other_links == 0, "%d socket links, %d others (rank 0's HETCCL_TRANSPORT is socket)",
-          socket_links, other_links);
-  if (rc == hetcclSuccess) ht_case(ctx, hetcclCommFinalize(comm) == hetcclSuccess, "CommFinalize: %s", hetcclGetLastError(NULL));
+  ht_case(ctx, socket_links == 1 && other_links == 0,
+          "%d socket links, %d others (rank 0's HETCCL_TRANSPORT is socket)", socket_links, other_links);
+  if (rc == hetcclSuccess)
+    ht_case(ctx, hetcclCommFinalize(comm) == hetcclSuccess, "CommFinalize: %s", hetcclGetLastError(NULL));
   hetcclCommDestroy(comm);
   return 0;
 }
