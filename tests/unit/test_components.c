@@ -12,7 +12,9 @@
  * (hetcclMemAlloc) and the fake transport made every link and carried
  * bytes; and that the fake transport's agreed setting arrived as rank 0's
  * although each rank set its own. HETCCL_TEST_FAKEPIPE_CORRUPT=1 flips one
- * byte on the wire, and the test must then fail.
+ * byte on the wire, and the test must then fail. A second job checks that
+ * core's agreed settings are rank 0's as well (HETCCL_TRANSPORT socket on
+ * rank 0, shm on rank 1: every link is socket).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -162,9 +164,53 @@ static int rank_main(ht_ctx *ctx, void *arg) {
   return 0;
 }
 
+/* Core's agreed settings come from rank 0 too: HETCCL_TRANSPORT is socket
+ * on rank 0 and shm on rank 1 (two domains, so the AllReduce crosses them
+ * over a link). Both must link over socket; a rank that took its own value
+ * would wait for a link its peer never makes, until the 5 s timeout. */
+static void agreed_env(int rank, int nranks, void *arg) {
+  (void)nranks, (void)arg;
+  setenv("HETCCL_DEVICE", "host", 1);
+  setenv("HETCCL_DOMAIN", rank == 0 ? "a" : "b", 1);
+  setenv("HETCCL_TRANSPORT", rank == 0 ? "socket" : "shm", 1);
+  setenv("HETCCL_TIMEOUT_MS", "5000", 1);
+  unsetenv("HETCCL_FAKEPIPE_PIECE");
+}
+
+static int agreed_main(ht_ctx *ctx, void *arg) {
+  (void)arg;
+  enum { N = 4099 };
+  hetcclUniqueId id;
+  if (ht_oob_unique_id(ctx, hetcclGetUniqueId, &id) != 1) return 1;
+  hetcclComm_t comm = NULL;
+  hetcclResult_t rc = hetcclCommInitRank(&comm, ctx->nranks, id, ctx->rank);
+  if (!ht_case(ctx, rc == hetcclSuccess, "CommInitRank: %s", hetcclGetLastError(NULL))) return 1;
+  static float send[N], recv[N];
+  for (size_t i = 0; i < N; i++) send[i] = input(ctx->rank, i);
+  rc = hetcclAllReduce(send, recv, N, hetcclFloat32, hetcclSum, comm, NULL);
+  if (ht_case(ctx, rc == hetcclSuccess, "AllReduce with HETCCL_TRANSPORT socket on rank 0, shm on rank 1: %s",
+              hetcclGetLastError(NULL))) {
+    size_t bad = 0;
+    for (size_t i = 0; i < N; i++) bad += recv[i] != input(0, i) + input(1, i);
+    ht_case(ctx, bad == 0, "AllReduce: %zu of %d elements wrong", bad, N);
+  }
+  int socket_links = 0, other_links = 0;
+  for (int p = 0; p < comm->nranks; p++)
+    if (comm->links[p]) *(comm->links[p]->ops == &hetccl_transport_socket ? &socket_links : &other_links) += 1;
+  ht_case(ctx, socket_links == 1 && other_links == 0,
+          "%d socket links, %d others (rank 0's HETCCL_TRANSPORT is socket)", socket_links, other_links);
+  if (rc == hetcclSuccess)
+    ht_case(ctx, hetcclCommFinalize(comm) == hetcclSuccess, "CommFinalize: %s", hetcclGetLastError(NULL));
+  hetcclCommDestroy(comm);
+  return 0;
+}
+
 int main(void) {
   struct ht_job job = {.name = "fake device kind and transport", .nranks = NRANKS, .timeout_s = 120, .env = rank_env};
   ht_job_run(&job, rank_main, NULL);
   printf("%s: %u cases, %u failed, %.1f s\n", job.name, job.ncases, job.nfailed, job.seconds);
+  struct ht_job agreed = {.name = "core settings agreed from rank 0", .nranks = 2, .timeout_s = 60, .env = agreed_env};
+  ht_job_run(&agreed, agreed_main, NULL);
+  printf("%s: %u cases, %u failed, %.1f s\n", agreed.name, agreed.ncases, agreed.nfailed, agreed.seconds);
   return ht_finish();
 }

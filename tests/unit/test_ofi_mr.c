@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hetccl.h"
 #include "transport/ofi_mr.h"
 #include "transport/ofi_regcache.h"
 #include "unit_check.h"
@@ -262,6 +263,34 @@ static void test_cache_invalidate(void) {
   report("registration cache: invalidation when memory is freed");
 }
 
+/* hetcclMemFree (and not only a direct forget_range) drops what the cache
+ * holds of the memory it frees: a registration of a buffer from
+ * hetcclMemAlloc, idle in the cache, is released by the free, so a later
+ * allocation at the same address never meets a registration of the old
+ * one. */
+static void test_cache_memfree(void) {
+  struct fake f = {0};
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  struct ofi_regcache c;
+  setenv("HETCCL_DEVICE", "host", 1);
+  ofi_regcache_init(&c, fake_reg, fake_dereg, &f, &lock, 1);
+  void *p = NULL;
+  hetcclResult_t rc = hetcclMemAlloc(&p, 3 * 4096 + 5);
+  CHECK(rc == hetcclSuccess && p, "hetcclMemAlloc on host: %s", hetcclGetLastError(NULL));
+  if (rc == hetcclSuccess && p) {
+    struct ofi_reg *a = NULL;
+    CHECK(ofi_regcache_get(&c, (char *)p + 100, 4096, &a) == hetcclSuccess && f.regs == 1, "first get registers");
+    ofi_regcache_put(&c, a);
+    CHECK(f.deregs == 0 && c.n == 1, "a put keeps the entry");
+    CHECK(hetcclMemFree(p) == hetcclSuccess, "hetcclMemFree: %s", hetcclGetLastError(NULL));
+    CHECK(f.deregs == 1 && f.live == 0 && c.n == 0,
+          "hetcclMemFree left the cache's registration of its memory (%d released, %d live, %d listed)", f.deregs,
+          f.live, (int)c.n);
+  }
+  ofi_regcache_fini(&c);
+  report("registration cache: hetcclMemFree releases its memory's entries");
+}
+
 static void test_cache_disabled(void) {
   static char buf[65536] __attribute__((aligned(4096)));
   struct fake f = {0};
@@ -322,6 +351,7 @@ int main(void) {
   test_key_wrap();
   test_cache_reuse();
   test_cache_invalidate();
+  test_cache_memfree();
   test_cache_disabled();
   test_cache_fixed();
   printf("%d passed, %d failed\n", g_passed, g_failed);

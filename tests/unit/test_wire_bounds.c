@@ -3,9 +3,10 @@
  * exact sizes and one byte either side (issue 26 item 4): a bootstrap
  * peer's HELLO (src/bootstrap/wire.c), a socket piece header against what
  * is left of its message (src/transport/socket.c), and an ofi control
- * message with and without a raw key (src/transport/ofi_ctrl.c, when built
- * with libfabric). Every message here is otherwise well-formed and, for the
- * HELLO, correctly signed, so only the length decides: a check that is off
+ * message with and without a raw key, and at the largest size and one
+ * byte past it (src/transport/ofi_ctrl.c, when built with libfabric).
+ * Every message here is otherwise well-formed and, for the HELLO,
+ * correctly signed, so only the length decides: a check that is off
  * by one accepts one of them.
  */
 #include <stdio.h>
@@ -94,6 +95,24 @@ static void ofi_ctrl(void) {
   w.c.raw_len = 1;
   CHECK(hetccl_ofi_ctrl_parse(&w, sizeof w.c + 1, tag, &plain, &out, why, sizeof why) != 0,
         "an RTR with a raw key where keys are not raw is accepted");
+  /* The largest message (an RTR with a raw key of the largest size) and
+   * one byte past it: the parse copies the message into its output before
+   * it reads the header, so the outer bound must hold on its own, and the
+   * byte past the output must stay untouched. */
+  raw.raw_key_bytes = OFI_MR_RAW_KEY_MAX;
+  struct {
+    struct ofi_ctrl_wire w;
+    uint8_t past[1];
+  } in, res;
+  memset(&in, 0x5a, sizeof in);
+  in.w.c = w.c;
+  in.w.c.raw_len = OFI_MR_RAW_KEY_MAX;
+  CHECK(hetccl_ofi_ctrl_parse(&in, sizeof in.w, tag, &raw, &res.w, why, sizeof why) == 0,
+        "an RTR with a raw key of the largest size (%d bytes) is refused: %s", OFI_MR_RAW_KEY_MAX, why);
+  memset(&res, 0xa5, sizeof res);
+  CHECK(hetccl_ofi_ctrl_parse(&in, sizeof in.w + 1, tag, &raw, &res.w, why, sizeof why) != 0,
+        "a control message one byte past the largest is accepted");
+  CHECK(res.past[0] == 0xa5, "a control message one byte past the largest was copied past the parse's output");
 }
 #endif
 
