@@ -177,8 +177,15 @@ static int run_case(struct runner *u, hetcclComm_t comm, const char *comm_name, 
   uint64_t wrong = 0;
   int err = 0;
   char msg[VAL_TEXT_BYTES] = "";
-  if (comm && u->hang_at == id && sub_rank == sub_n - 1)
-    for (;;) sleep(1); /* the test hook: the watchdog ends this */
+  if (comm && u->hang_at == id && sub_rank == sub_n - 1) {
+    /* The test hook. A rank stuck outside the library arms no watchdog for
+     * this case; this one keeps its own but later, so the ranks that wait
+     * for it time out first and name the case, whichever rank's clock runs
+     * ahead (with the same deadline, its abort could reach them first as a
+     * remote error). Its own watchdog ends it afterwards. */
+    val_watchdog_postpone();
+    for (;;) sleep(1);
+  }
   if (comm)
     wrong = run_one(u, comm, sub_rank, sub_n, coll, t, op, count, inplace, c.root < 0 ? 0 : c.root,
                     perf_mix64((uint64_t)c.id * 7919u + 17u), corrupt, &err, msg);

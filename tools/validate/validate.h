@@ -94,6 +94,8 @@ const char *val_result_name(int result);
 int val_watchdog_start(struct val_report *r, int rank, int timeout_s);
 void val_watchdog_arm(hetcclComm_t comm, const struct val_case *c);
 void val_watchdog_disarm(void);
+/* Moves the armed case's deadline later by one more case timeout. */
+void val_watchdog_postpone(void);
 void val_watchdog_stop(void);
 
 /* facts.c: every rank's record gathered; rank 0 prints hetccl-info's

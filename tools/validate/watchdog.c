@@ -87,6 +87,12 @@ void val_watchdog_arm(hetcclComm_t comm, const struct val_case *c) {
   pthread_mutex_unlock(&g_lock);
 }
 
+void val_watchdog_postpone(void) {
+  pthread_mutex_lock(&g_lock);
+  g_case.deadline += g_timeout_s;
+  pthread_mutex_unlock(&g_lock);
+}
+
 void val_watchdog_disarm(void) {
   pthread_mutex_lock(&g_lock);
   g_case.armed = 0;
