@@ -75,9 +75,11 @@ static hetcclResult_t fake_test(hetccl_link *l, uint64_t req, int *done) {
     struct fake_recv *r = &f->r[i % 4096];
     if (r->matched) continue;
     struct msg *m = &f->in->m[f->in->head++ % 4096];
-    if (m->bytes != r->bytes)
+    if (m->bytes != r->bytes) {
+      free(m->data); /* taken off the channel: the mismatch consumed it */
       return hetccl_error(hetcclInvalidUsage, "fake link %d: message of %zu bytes for a receive of %zu", f->id,
                           m->bytes, r->bytes);
+    }
     if (r->fn) {
       for (size_t off = 0; off < m->bytes; off += 128)
         r->fn(r->arg, off, m->data + off, m->bytes - off < 128 ? m->bytes - off : 128);
@@ -251,6 +253,10 @@ static void mismatch(size_t sent, size_t want) {
   free(out), free(in);
   tx->ops->close(tx);
   rx->ops->close(rx);
+  /* The failed receive leaves pieces in flight: the test double's copies. */
+  struct chan *chans[] = {&c0, &c1, &back0, &back1};
+  for (size_t c = 0; c < sizeof chans / sizeof chans[0]; c++)
+    while (chans[c]->head < chans[c]->tail) free(chans[c]->m[chans[c]->head++ % 4096].data);
 }
 
 int main(void) {
