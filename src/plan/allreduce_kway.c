@@ -9,11 +9,11 @@
  * 2 (k - 1) / k of its piece, not (k - 1) times it, and every value is
  * computed once, so every copy of it is bitwise the same.
  *
- * Each rank walks only the pieces of its own shard (range_pieces.h).
+ * Each rank walks only the pieces of its own shard (pieces.h).
  */
 #include "plan/allreduce_kway.h"
 
-#include "plan/range_pieces.h"
+#include "plan/pieces.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -32,11 +32,11 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
   /* Reduce-scatter among the owners: sub-piece e of my partial to domain
    * e's owner; my sub-piece of theirs into the slots. */
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     hetccl_sub_piece(a, b, k, me, &mx, &my);
     for (int e = 0; e < k; e++) {
       if (e == me) continue;
-      int peer = hetccl_range_owner(st, n, e, a);
+      int peer = hetccl_piece_owner(st, n, e, a);
       hetccl_sub_piece(a, b, k, e, &x, &y);
       if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, partial + (x - lo) * esz, (y - x) * esz));
       if (my > mx) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, SLOT(e) + (mx - lo) * esz, (my - mx) * esz));
@@ -46,7 +46,7 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
 
   /* My sub-pieces: ((P0 op P1) op P2) ... into the result. */
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     hetccl_sub_piece(a, b, k, me, &mx, &my);
     if (my == mx) continue;
     char *out = res + mx * esz;
@@ -59,11 +59,11 @@ hetcclResult_t hetccl_allreduce_kway(struct hetccl_plan_state *st, const struct 
 
   /* All-gather among the owners: my results out, theirs into the result. */
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     hetccl_sub_piece(a, b, k, me, &mx, &my);
     for (int e = 0; e < k; e++) {
       if (e == me) continue;
-      int peer = hetccl_range_owner(st, n, e, a);
+      int peer = hetccl_piece_owner(st, n, e, a);
       hetccl_sub_piece(a, b, k, e, &x, &y);
       if (my > mx) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, res + mx * esz, (my - mx) * esz));
       if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, res + x * esz, (y - x) * esz));
