@@ -60,6 +60,19 @@ void hetccl_scalar_encode(hetcclDataType_t dt, double value, uint64_t *out);
  * dst[i] = A[i] op b[i] for i < count, where A[i] = premul ? a[i]*scalar
  * (rounded to the type) : a[i] when `scale_a` is set, else a[i]. dst may
  * equal a or b. This is the one primitive the engine reduces with.
+ *
+ * NaN payloads: where both operands are NaN, the payload kept depends on
+ * operand order, so a op b and b op a can differ in their bits. Max and
+ * min keep b's (reduce_elements.h). Sum and prod keep whichever operand
+ * the compiled instruction keeps (x86 keeps its first source), and the
+ * compiler may order a commutative operation's operands either way: the
+ * choice can differ between the blocked part of a loop and its tail,
+ * between the aliasing cases (dst == a, dst == b, neither) and between
+ * instruction-set variants. Ranks that must hold the same bits therefore
+ * make the same call, the same operands in the same order into the same
+ * one (ccl/builtin/doubling.c: both ranks of a pair reduce into the lower
+ * block's operand). Payload bits are not part of the contract beyond that
+ * (GPU kernels return canonical NaNs).
  */
 void hetccl_host_reduce(void *dst, const void *a, int scale_a, const void *b, size_t count,
                         hetcclDataType_t dt, const hetccl_redop *op);

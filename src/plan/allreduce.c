@@ -32,12 +32,10 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
   size_t a, b, shard = hetccl_shard_size(n, t->domain_size), hi = lo + shard < n ? lo + shard : n;
   if (lo >= n) return hetcclSuccess; /* no piece is this rank's */
   /* The pieces this rank owns are those of its own shard [lo, hi). */
-  struct hetccl_piece_iter it;
-
   if (k == 2) {
     int other = 1 - t->my_domain;
-    hetccl_pieces_begin(&it, st, n, lo, hi);
-    while (hetccl_pieces_next(&it, &a, &b)) {
+    for (a = lo; a < hi; a = b) {
+      b = hetccl_piece_end(st, n, a, hi);
       int l = hetccl_piece_owner(st, n, other, a);
       HETCCL_TRY(hetccl_exec_send(&st->ex, l, partial + (a - lo) * esz, (b - a) * esz));
       HETCCL_TRY(hetccl_exec_recv_reduce(&st->ex, l, res + a * esz, partial + (a - lo) * esz, b - a, op->dtype, combine));
@@ -50,8 +48,8 @@ static hetcclResult_t exchange_pieces(struct hetccl_plan_state *st, const struct
   /* k domains, small: partials of every domain land in slots laid out like the shard. */
   char *slots;
   HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_PARTIALS, (size_t)k * shard * esz, (void **)&slots));
-  hetccl_pieces_begin(&it, st, n, lo, hi);
-  while (hetccl_pieces_next(&it, &a, &b)) {
+  for (a = lo; a < hi; a = b) {
+    b = hetccl_piece_end(st, n, a, hi);
     for (int e = 0; e < k; e++) {
       if (e == t->my_domain) continue;
       int l = hetccl_piece_owner(st, n, e, a);

@@ -10,7 +10,7 @@
  * e then gathers the buffer in shards of its own partition (rank j: shard
  * j, ceil(count / n_e) elements) and all-gathers them with its library
  * (into padded scratch when count does not divide). The shards cross as
- * pieces (range_pieces.h: where the shards of every domain meet; each rank
+ * pieces (pieces.h: where the shards of every domain meet; each rank
  * walks those of its own shard only), each cut in k - 1 shares, one per
  * other domain: the rank of the root's domain that holds a piece sends
  * domain e's share to e's owner of it, which passes it on to the owners in
@@ -21,8 +21,8 @@
  * that, whatever N and k; one vendor call a rank.
  */
 #include "plan/domain_tree.h"
+#include "plan/pieces.h"
 #include "plan/plan_state.h"
-#include "plan/range_pieces.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -65,11 +65,11 @@ static hetcclResult_t broadcast_large_root_domain(struct hetccl_plan_state *st, 
   hetccl_shard(n, t->domain_size, t->domain_rank, &lo, &hi);
   const char *data = op->recvbuff; /* every rank of the domain holds the data now */
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
       hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, me), &x, &y);
-      if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_range_owner(st, n, d, a), data + x * esz, (y - x) * esz));
+      if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_piece_owner(st, n, d, a), data + x * esz, (y - x) * esz));
     }
   }
   return hetccl_exec_exchange(&st->ex, "Broadcast from the root's domain");
@@ -90,18 +90,18 @@ static hetcclResult_t broadcast_large_other_domain(struct hetccl_plan_state *st,
     HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_WHOLE, padded, (void **)&whole));
   }
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     if (my > mx)
-      HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_range_owner(st, n, root_dom, a), whole + mx * esz, (my - mx) * esz));
+      HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_piece_owner(st, n, root_dom, a), whole + mx * esz, (my - mx) * esz));
   }
   HETCCL_TRY(hetccl_exec_exchange(&st->ex, "Broadcast from the root's domain"));
   for (a = lo; a < hi && k > 2; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     for (int d = 0; d < k; d++) {
       if (d == me || d == root_dom) continue;
-      int peer = hetccl_range_owner(st, n, d, a);
+      int peer = hetccl_piece_owner(st, n, d, a);
       hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
       if (my > mx) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, whole + mx * esz, (my - mx) * esz));
       if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, whole + x * esz, (y - x) * esz));

@@ -1,47 +1,51 @@
-/* Pieces of [0, count) where one shard of every domain's partition meets:
- * each piece has exactly one owner per domain (domain rank i owns
- * [i*s_d, (i+1)*s_d), s_d = ceil(count / n_d)). A rank walks only the
- * pieces of a range (its own shard): O(k) per piece, never the whole
- * buffer. */
+/*
+ * Shard pieces: where one shard of every domain's partition of [0, count)
+ * meets (domain rank i of domain d owns [i*s_d, (i+1)*s_d),
+ * s_d = ceil(count / n_d)). Each piece has exactly one owner per domain.
+ * A rank walks only the pieces of its own shard [lo, hi), never the whole
+ * buffer: a piece ends at the nearest shard boundary of any domain, so a
+ * rank of domain e meets about N / n_e + k of them, O(k) each:
+ *
+ *   for (a = lo; a < hi; a = b) {
+ *     b = hetccl_piece_end(st, count, a, hi);
+ *     ... hetccl_piece_owner(st, count, d, a) ...
+ *   }
+ *
+ * Plans that spread a piece's traffic over several parties cut it into
+ * sub-pieces (hetccl_sub_piece).
+ */
 #ifndef HETCCL_PLAN_PIECES_H
 #define HETCCL_PLAN_PIECES_H
 
 #include "plan/plan_state.h"
 
-struct hetccl_piece_iter {
-  const struct hetccl_plan_state *st;
-  size_t count;
-  size_t cur, end;
-};
-
-/* The pieces of [lo, hi) (hi <= count). */
-static inline void hetccl_pieces_begin(struct hetccl_piece_iter *it, const struct hetccl_plan_state *st, size_t count,
-                                       size_t lo, size_t hi) {
-  it->st = st;
-  it->count = count;
-  it->cur = lo;
-  it->end = hi;
-}
-
-/* Next piece [*lo, *hi); 0 when done. */
-static inline int hetccl_pieces_next(struct hetccl_piece_iter *it, size_t *lo, size_t *hi) {
-  if (it->cur >= it->end) return 0;
-  size_t next = it->end;
-  for (int d = 0; d < it->st->ndomains; d++) {
-    size_t s = hetccl_shard_size(it->count, it->st->dom_size[d]);
-    size_t b = (it->cur / s + 1) * s;
+/* End of the piece that starts at `at`, at most hi. */
+static inline size_t hetccl_piece_end(const struct hetccl_plan_state *st, size_t count, size_t at, size_t hi) {
+  size_t next = hi;
+  for (int d = 0; d < st->ndomains; d++) {
+    size_t s = hetccl_shard_size(count, st->dom_size[d]);
+    size_t b = (at / s + 1) * s;
     if (b < next) next = b;
   }
-  *lo = it->cur;
-  *hi = next;
-  it->cur = next;
-  return 1;
+  return next;
 }
 
-/* Global rank that owns element `at` in domain d. */
+/* Global rank of domain d whose shard holds element `at`. */
 static inline int hetccl_piece_owner(const struct hetccl_plan_state *st, size_t count, int d, size_t at) {
-  size_t s = hetccl_shard_size(count, st->dom_size[d]);
-  return st->dom_member[d][at / s];
+  return st->dom_member[d][at / hetccl_shard_size(count, st->dom_size[d])];
 }
+
+/* Sub-piece q of nq of the piece [a, b): [*x, *y), empty when the piece is short. */
+static inline void hetccl_sub_piece(size_t a, size_t b, int nq, int q, size_t *x, size_t *y) {
+  hetccl_shard(b - a, nq, q, x, y);
+  *x += a;
+  *y += a;
+}
+
+/* Large Broadcast and Reduce over k > 2 domains cut every piece in k - 1
+ * shares, one per domain other than the root's, which relays it (takes it
+ * from the root's domain and passes it on; combines it and passes it back):
+ * domain d's share. */
+static inline int hetccl_relay_share(int d, int root_dom) { return d < root_dom ? d : d - 1; }
 
 #endif

@@ -11,7 +11,7 @@
  * Large: a library reduce-scatter in every domain (shards of
  * ceil(count / n_d) elements, the input padded to whole shards when count
  * does not divide; premul applied there, the division not). The shards'
- * pieces (range_pieces.h: where the shards of every domain meet; each rank
+ * pieces (pieces.h: where the shards of every domain meet; each rank
  * walks those of its own shard only) are combined over the domains in
  * domain order (((P0 op P1) op P2) ...) and divided once (integer Avg):
  * with two domains by their owner in the root's domain, which receives the
@@ -29,8 +29,8 @@
  * the root must anyway, into scratch.
  */
 #include "plan/domain_tree.h"
+#include "plan/pieces.h"
 #include "plan/plan_state.h"
-#include "plan/range_pieces.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -101,8 +101,8 @@ static hetcclResult_t reduce_two_domains(struct hetccl_plan_state *st, const str
   char *slot = NULL; /* the root's domain: the other domain's partial */
   if (me == root_dom) HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_PARTIALS, s * esz, (void **)&slot));
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
-    int peer = hetccl_range_owner(st, n, other, a);
+    b = hetccl_piece_end(st, n, a, hi);
+    int peer = hetccl_piece_owner(st, n, other, a);
     if (me == root_dom)
       HETCCL_TRY(hetccl_exec_recv(&st->ex, peer, slot + (a - lo) * esz, (b - a) * esz));
     else
@@ -133,11 +133,11 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
     HETCCL_TRY(hetccl_exec_scratch(&st->ex, HETCCL_SCRATCH_ROOTED_PARTIALS, slots_bytes, (void **)&slots));
   }
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     if (relay) hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
-      int peer = hetccl_range_owner(st, n, d, a);
+      int peer = hetccl_piece_owner(st, n, d, a);
       if (d != root_dom) {
         hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
         if (y > x) HETCCL_TRY(hetccl_exec_send(&st->ex, peer, partial + (x - lo) * esz, (y - x) * esz));
@@ -150,19 +150,19 @@ static hetcclResult_t reduce_via_relays(struct hetccl_plan_state *st, const stru
   struct partials p = {.slots = slots, .shard_bytes = s * esz, .me = me, .skip_me = 0};
 
   for (a = lo; a < hi; a = b) {
-    b = hetccl_range_piece_end(st, n, a, hi);
+    b = hetccl_piece_end(st, n, a, hi);
     if (relay) {
       hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(me, root_dom), &mx, &my);
       if (my == mx) continue;
       char *out = slots + ((size_t)me * s + (mx - lo)) * esz;
       HETCCL_TRY(combine(st, op, out, partial, &p, mx, my, lo));
-      HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_range_owner(st, n, root_dom, a), out, (my - mx) * esz));
+      HETCCL_TRY(hetccl_exec_send(&st->ex, hetccl_piece_owner(st, n, root_dom, a), out, (my - mx) * esz));
       continue;
     }
     for (int d = 0; d < k; d++) {
       if (d == me) continue;
       hetccl_sub_piece(a, b, k - 1, hetccl_relay_share(d, root_dom), &x, &y);
-      if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_range_owner(st, n, d, a), res + x * esz, (y - x) * esz));
+      if (y > x) HETCCL_TRY(hetccl_exec_recv(&st->ex, hetccl_piece_owner(st, n, d, a), res + x * esz, (y - x) * esz));
     }
   }
   return hetccl_exec_exchange(&st->ex, "Reduce from the relays");

@@ -79,19 +79,9 @@ set -u
 BUILD=${1:?usage: test_64_ranks.sh <build-dir>}
 BIN="$BUILD/bin/test_collectives"
 INFO="$BUILD/bin/hetccl-info"
-if [ ! -x "$BIN" ] || [ ! -x "$INFO" ]; then
-  echo "FAIL: $BIN or $INFO is missing (build the test_collectives and hetccl-info targets)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: not root: creating network namespaces needs CAP_SYS_ADMIN"
-  exit 0
-fi
-if ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
-  echo "SKIP: the ip (iproute2) or unshare (util-linux) command is missing"
-  exit 0
-fi
+. "$(dirname "$0")/lib/netns.sh"
+need_built "build the test_collectives and hetccl-info targets" "$BIN" "$INFO"
+netns_need unshare
 
 NNS=4           # namespaces ("hosts")
 PER=16          # ranks in each
@@ -100,49 +90,22 @@ SLACK=${TEST_64_LINK_SLACK:-0}
 TAG="h64-$$"
 HUB="hetccl-$TAG-hub"
 IF=hetccl-n     # the same name in every namespace: one HETCCL_SOCKET_IFNAME
-WORK=$(mktemp -d /tmp/hetccl-64-ranks.XXXXXX)
-PIDS=()
+NETNS_KEEP=${TEST_64_KEEP:-}
 ns_name() { echo "hetccl-$TAG-$1"; }
 
-cleanup() {
-  local p i ns
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  # The ranks run under `timeout`, in process groups of their own: end every
-  # process left in the namespaces this test made.
-  for ((i = 0; i < NNS; i++)); do
-    ns=$(ns_name $i)
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-  done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  for ((i = 0; i < NNS; i++)); do ip netns del "$(ns_name $i)" 2>/dev/null; done
-  ip netns del "$HUB" 2>/dev/null
-  [ -n "${TEST_64_KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 130' INT TERM HUP
-
-skip() {
-  echo "SKIP: $*"
-  exit 0
-}
-fail_setup() {
-  echo "FAIL: network setup: $*"
-  echo "0 passed, 1 failed"
-  exit 1
-}
-err=$(ip netns add "$HUB" 2>&1) || skip "the kernel refused a network namespace (ip netns add: $err)"
-err=$(ip -n "$HUB" link add br0 type bridge stp_state 0 forward_delay 0 2>&1) || skip "the kernel refused a bridge (ip link add: $err)"
-ip -n "$HUB" link set br0 up || fail_setup "br0 up"
+netns_begin 64-ranks
+netns_add "$HUB"
+err=$(ip -n "$HUB" link add br0 type bridge stp_state 0 forward_delay 0 2>&1) ||
+  preflight_skip "the kernel refused a bridge (ip link add: $err)"
+netns_up "$HUB" br0
 for ((i = 0; i < NNS; i++)); do
   ns=$(ns_name $i)
-  err=$(ip netns add "$ns" 2>&1) || skip "the kernel refused a network namespace (ip netns add: $err)"
-  err=$(ip link add "$IF" netns "$ns" type veth peer name "port$i" netns "$HUB" 2>&1) ||
-    skip "the kernel refused a veth pair between namespaces (ip link add: $err)"
-  ip -n "$HUB" link set "port$i" master br0 || fail_setup "port$i on the bridge"
-  ip -n "$HUB" link set "port$i" up || fail_setup "port$i up"
-  ip -n "$ns" addr add "198.18.0.$((i + 1))/24" dev "$IF" || fail_setup "address in $ns"
-  ip -n "$ns" link set lo up || fail_setup "lo up in $ns"
-  ip -n "$ns" link set "$IF" up || fail_setup "$IF up in $ns"
+  netns_add "$ns"
+  netns_veth "$IF" "$ns" "port$i" "$HUB"
+  ip -n "$HUB" link set "port$i" master br0 || netns_fail_setup "port$i on the bridge"
+  netns_up "$HUB" "port$i"
+  netns_addr "$ns" "198.18.0.$((i + 1))/24" "$IF"
+  netns_up "$ns" lo "$IF"
 done
 # Ranks start once every bridge port forwards (no spanning tree: at once).
 for ((i = 0; i < NNS; i++)); do
@@ -150,13 +113,13 @@ for ((i = 0; i < NNS; i++)); do
     ip -n "$HUB" -d link show "port$i" | grep -q 'state forwarding' && break
     sleep 0.1
   done
-  [ $w -lt 50 ] || fail_setup "bridge port port$i does not forward"
+  [ $w -lt 50 ] || netns_fail_setup "bridge port port$i does not forward"
 done
 
 # The ofi job needs libfabric at build and run time (hetccl-info says).
-OFI_LIB=$("$INFO" 2>/dev/null | grep -A1 '^libfabric' | tail -1 | sed 's/^ *library *//')
+OFI_LIB=$(ofi_library "$INFO")
 HAVE_OFI=0
-echo "$OFI_LIB" | grep -q '^libfabric 1\.' && HAVE_OFI=1
+ofi_usable "$OFI_LIB" && HAVE_OFI=1
 
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 

@@ -9,29 +9,10 @@ set -u
 BUILD=${1:?usage: test_collectives_domains.sh <build-dir>}
 shift
 BIN="$BUILD/bin/test_collectives"
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-passed=0
-failed=0
-status=0
-run() {
-  local out line
-  out=$("$BIN" "$@")
-  local rc=$?
-  echo "$out"
-  line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-  if [ -z "$line" ]; then
-    failed=$((failed + 1))
-    status=1
-    return
-  fi
-  passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
-  failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
-  [ $rc -eq 0 ] || status=1
-}
+. "$(dirname "$0")/lib/preflight.sh"
+. "$(dirname "$0")/lib/matrix.sh"
+need_built "" "$BIN"
+run() { matrix_run "$BIN" "$@"; }
 # The layouts of the cross-domain issue, consecutive blocks, over shm links:
 # the full matrix where the pieces are most irregular, smaller counts elsewhere
 # to keep the suite's time in check (the large count adds ~3x per layout).
@@ -55,5 +36,4 @@ HETCCL_SMALL_BYTES=0 run --domains 4 --ranks 7 --colls broadcast,reduce,allreduc
 run --layout 2,2 --transport socket --counts 0,1,7,1023,65539 "$@"
 run --layout 1,2,1 --transport socket --counts 0,1,7,1023,65539 "$@"
 run --layout 4,4 --transport socket --counts 0,1,7,1023 "$@"
-echo "$passed passed, $failed failed"
-[ $status -eq 0 ] && [ $failed -eq 0 ]
+matrix_finish

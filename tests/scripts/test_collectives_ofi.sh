@@ -12,41 +12,12 @@ BUILD=${1:?usage: test_collectives_ofi.sh <build-dir>}
 shift
 BIN="$BUILD/bin/test_collectives"
 INFO="$BUILD/bin/hetccl-info"
-if [ ! -x "$BIN" ] || [ ! -x "$INFO" ]; then
-  echo "FAIL: $BIN or $INFO is missing"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-lib=$("$INFO" | grep -A1 '^libfabric' | tail -1)
-if ! echo "$lib" | grep -q 'libfabric 1\.'; then
-  echo "FAIL: the ofi transport cannot run here:$lib"
-  echo "  (scripts/install-deps.sh installs libfabric-dev and libfabric1; rebuild after it)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+. "$(dirname "$0")/lib/preflight.sh"
+. "$(dirname "$0")/lib/matrix.sh"
+need_built "" "$BIN" "$INFO"
+need_ofi "$INFO"
 export HETCCL_OFI_PROVIDER=tcp
-passed=0
-failed=0
-status=0
-tally() { # $1: output of a job, $2: its exit status
-  local line
-  line=$(echo "$1" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-  if [ -z "$line" ]; then
-    failed=$((failed + 1))
-    status=1
-    return
-  fi
-  passed=$((passed + $(echo "$line" | cut -d' ' -f1)))
-  failed=$((failed + $(echo "$line" | cut -d' ' -f3)))
-  [ "$2" -eq 0 ] || status=1
-}
-run() {
-  local out
-  out=$("$BIN" --transport ofi "$@")
-  local rc=$?
-  echo "$out"
-  tally "$out" $rc
-}
+run() { matrix_run "$BIN" --transport ofi "$@"; }
 # The transport moves bytes: four types (1, 2, 4, 8 bytes) carry every
 # collective and op; the whole type matrix runs over shm and socket.
 run --layout 2,2 --counts 0,1,7,1023,65539 --types int8,bfloat16,float32,float64 "$@"
@@ -72,7 +43,7 @@ rc=$?
 out=$(cat "$out_file")
 rm -f "$out_file"
 echo "$out"
-tally "$out" $rc
+matrix_tally "$out" $rc
 if [ "$stopped" -eq 1 ]; then
   echo "rank process $kid was stopped for 1 s mid-run"
 else
@@ -80,5 +51,4 @@ else
   failed=$((failed + 1))
   status=1
 fi
-echo "$passed passed, $failed failed"
-[ $status -eq 0 ] && [ $failed -eq 0 ]
+matrix_finish

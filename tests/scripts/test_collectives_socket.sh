@@ -7,11 +7,8 @@ set -u
 BUILD=${1:?usage: test_collectives_socket.sh <build-dir>}
 shift
 BIN="$BUILD/bin/test_collectives"
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+. "$(dirname "$0")/lib/preflight.sh"
+need_built "" "$BIN"
 # Every pair over TCP on one host. The 2^20+3 count runs up to 5 ranks; at 8
 # ranks on 2 cores it alone takes minutes, and 8 ranks are covered on sockets
 # at the smaller counts here and by the shm matrix at the large one.

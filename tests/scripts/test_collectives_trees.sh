@@ -11,11 +11,8 @@ set -u
 BUILD=${1:?usage: test_collectives_trees.sh <build-dir>}
 shift
 BIN="$BUILD/bin/test_collectives"
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+. "$(dirname "$0")/lib/preflight.sh"
+need_built "" "$BIN"
 export HETCCL_ENGINE_DIRECT_MAX_RANKS=1
 "$BIN" --ranks 3,5,8 --counts 0,1,7,1023,16383,16385 "$@" || exit 1
 exec "$BIN" --ranks 16 --counts 0,1,7,1023,16383 "$@"

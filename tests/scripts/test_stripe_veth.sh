@@ -25,63 +25,23 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN="$BUILD/bin/test_collectives"
 TOPO="$SRC/tests/topo/veth_stripe.xml"
 COUNT=4194307 # float32: 16 MiB + 12 bytes, striped
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing (build the test_collectives target)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: not root: creating network namespaces needs CAP_SYS_ADMIN"
-  exit 0
-fi
-if ! command -v ip >/dev/null 2>&1; then
-  echo "SKIP: the ip command (iproute2) is missing"
-  exit 0
-fi
-if ! "$BUILD/bin/hetccl-info" 2>/dev/null | grep -qE "reader +hwloc"; then
-  echo "SKIP: this build has no hwloc (the topology is not read)"
-  exit 0
-fi
+. "$(dirname "$0")/lib/netns.sh"
+need_built "build the test_collectives target" "$BIN"
+netns_need
+need_hwloc "$BUILD"
 
 NS=("hetccl-stripe$$-a" "hetccl-stripe$$-b")
-WORK=$(mktemp -d /tmp/hetccl-stripe-veth.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "${NS[0]}" 2>/dev/null
-  ip netns del "${NS[1]}" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 130' INT TERM HUP
-
-for ns in "${NS[@]}"; do
-  if ! err=$(ip netns add "$ns" 2>&1); then
-    echo "SKIP: the kernel refused a network namespace (ip netns add: $err)"
-    exit 0
-  fi
-done
-for i in hstripe0 hstripe1 hstripe-d; do
-  if ! err=$(ip link add "$i" netns "${NS[0]}" type veth peer name "$i" netns "${NS[1]}" 2>&1); then
-    echo "SKIP: the kernel refused a veth pair between namespaces (ip link add: $err)"
-    exit 0
-  fi
-done
-fail_setup() {
-  echo "FAIL: network setup: $*"
-  echo "0 passed, 1 failed"
-  exit 1
-}
+netns_begin stripe-veth
+netns_add "${NS[@]}"
+for i in hstripe0 hstripe1 hstripe-d; do netns_veth "$i" "${NS[0]}" "$i" "${NS[1]}"; done
 # hstripe0: 198.18.4.0/24, hstripe1: 198.18.5.0/24, default route: 198.18.6.0/24.
 for h in 0 1; do
   ns=${NS[$h]}
-  ip -n "$ns" addr add "198.18.4.$((h + 1))/24" dev hstripe0 || fail_setup "hstripe0 in $ns"
-  ip -n "$ns" addr add "198.18.5.$((h + 1))/24" dev hstripe1 || fail_setup "hstripe1 in $ns"
-  ip -n "$ns" addr add "198.18.6.$((h + 1))/24" dev hstripe-d || fail_setup "hstripe-d in $ns"
-  for i in lo hstripe0 hstripe1 hstripe-d; do ip -n "$ns" link set "$i" up || fail_setup "$i up in $ns"; done
-  ip -n "$ns" route add default via "198.18.6.$((2 - h))" dev hstripe-d || fail_setup "default route in $ns"
+  netns_addr "$ns" "198.18.4.$((h + 1))/24" hstripe0
+  netns_addr "$ns" "198.18.5.$((h + 1))/24" hstripe1
+  netns_addr "$ns" "198.18.6.$((h + 1))/24" hstripe-d
+  netns_up "$ns" lo hstripe0 hstripe1 hstripe-d
+  ip -n "$ns" route add default via "198.18.6.$((2 - h))" dev hstripe-d || netns_fail_setup "default route in $ns"
 done
 
 PASSED=0

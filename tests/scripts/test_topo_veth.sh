@@ -16,64 +16,25 @@ set -u
 BUILD=${1:?usage: test_topo_veth.sh <build-dir>}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN="$BUILD/bin/test_collectives"
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing (build the test_collectives target)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: not root: creating network namespaces needs CAP_SYS_ADMIN"
-  exit 0
-fi
-if ! command -v ip >/dev/null 2>&1; then
-  echo "SKIP: the ip command (iproute2) is missing"
-  exit 0
-fi
-if ! "$BUILD/bin/hetccl-info" 2>/dev/null | grep -qE "reader +hwloc"; then
-  echo "SKIP: this build has no hwloc (the topology is not read)"
-  exit 0
-fi
+. "$(dirname "$0")/lib/netns.sh"
+need_built "build the test_collectives target" "$BIN"
+netns_need
+need_hwloc "$BUILD"
 
 NS1="hetccl-topo$$-a"
 NS2="hetccl-topo$$-b"
-WORK=$(mktemp -d /tmp/hetccl-topo-veth.XXXXXX)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NS1" 2>/dev/null
-  ip netns del "$NS2" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 130' INT TERM HUP
-
-for ns in "$NS1" "$NS2"; do
-  if ! err=$(ip netns add "$ns" 2>&1); then
-    echo "SKIP: the kernel refused a network namespace (ip netns add: $err)"
-    exit 0
-  fi
-done
-if ! err=$(ip link add htopo-a netns "$NS1" type veth peer name htopo-b netns "$NS2" 2>&1) ||
-  ! err=$(ip link add htopo-da netns "$NS1" type veth peer name htopo-db netns "$NS2" 2>&1); then
-  echo "SKIP: the kernel refused a veth pair between namespaces (ip link add: $err)"
-  exit 0
-fi
-fail_setup() {
-  echo "FAIL: network setup: $*"
-  echo "0 passed, 1 failed"
-  exit 1
-}
-ip -n "$NS1" addr add 198.18.2.1/24 dev htopo-a || fail_setup "htopo-a"
-ip -n "$NS2" addr add 198.18.2.2/24 dev htopo-b || fail_setup "htopo-b"
-ip -n "$NS1" addr add 198.18.3.1/24 dev htopo-da || fail_setup "htopo-da"
-ip -n "$NS2" addr add 198.18.3.2/24 dev htopo-db || fail_setup "htopo-db"
-for ns in "$NS1" "$NS2"; do ip -n "$ns" link set lo up || fail_setup "lo in $ns"; done
-for i in htopo-a htopo-da; do ip -n "$NS1" link set "$i" up || fail_setup "$i up"; done
-for i in htopo-b htopo-db; do ip -n "$NS2" link set "$i" up || fail_setup "$i up"; done
-ip -n "$NS1" route add default via 198.18.3.2 dev htopo-da || fail_setup "default route in $NS1"
-ip -n "$NS2" route add default via 198.18.3.1 dev htopo-db || fail_setup "default route in $NS2"
+netns_begin topo-veth
+netns_add "$NS1" "$NS2"
+netns_veth htopo-a "$NS1" htopo-b "$NS2"
+netns_veth htopo-da "$NS1" htopo-db "$NS2"
+netns_addr "$NS1" 198.18.2.1/24 htopo-a
+netns_addr "$NS2" 198.18.2.2/24 htopo-b
+netns_addr "$NS1" 198.18.3.1/24 htopo-da
+netns_addr "$NS2" 198.18.3.2/24 htopo-db
+netns_up "$NS1" lo htopo-a htopo-da
+netns_up "$NS2" lo htopo-b htopo-db
+ip -n "$NS1" route add default via 198.18.3.2 dev htopo-da || netns_fail_setup "default route in $NS1"
+ip -n "$NS2" route add default via 198.18.3.1 dev htopo-db || netns_fail_setup "default route in $NS2"
 
 PASSED=0
 FAILED=0

@@ -15,21 +15,10 @@
 set -u
 
 BUILD=${1:?usage: test_two_hosts.sh <build-dir>}
+. "$(dirname "$0")/lib/netns.sh"
 BIN="$BUILD/bin/test_collectives"
-if [ ! -x "$BIN" ]; then
-  echo "FAIL: $BIN is missing (build the test_collectives target)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: not root: creating network namespaces needs CAP_SYS_ADMIN"
-  exit 0
-fi
-if ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
-  echo "SKIP: the ip (iproute2) or unshare (util-linux) command is missing"
-  exit 0
-fi
+need_built "build the test_collectives target" "$BIN"
+netns_need unshare
 
 NS1="hetccl-t$$-a"
 NS2="hetccl-t$$-b"
@@ -37,45 +26,13 @@ IF1=hetccl-va
 IF2=hetccl-vb
 ADDR1=198.18.0.1
 ADDR2=198.18.0.2
-WORK=$(mktemp -d /tmp/hetccl-two-hosts.XXXXXX)
-PIDS=()
-
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NS1" 2>/dev/null
-  ip netns del "$NS2" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 130' INT TERM HUP
-
-if ! err=$(ip netns add "$NS1" 2>&1); then
-  echo "SKIP: the kernel refused a network namespace (ip netns add: $err)"
-  exit 0
-fi
-if ! err=$(ip netns add "$NS2" 2>&1); then
-  echo "SKIP: the kernel refused a second network namespace (ip netns add: $err)"
-  exit 0
-fi
-if ! err=$(ip link add "$IF1" netns "$NS1" type veth peer name "$IF2" netns "$NS2" 2>&1); then
-  echo "SKIP: the kernel refused a veth pair between namespaces (ip link add: $err)"
-  exit 0
-fi
-
-fail_setup() {
-  echo "FAIL: network setup: $*"
-  echo "0 passed, 1 failed"
-  exit 1
-}
-ip -n "$NS1" addr add "$ADDR1/24" dev "$IF1" || fail_setup "address $ADDR1"
-ip -n "$NS2" addr add "$ADDR2/24" dev "$IF2" || fail_setup "address $ADDR2"
-for ns in "$NS1" "$NS2"; do
-  ip -n "$ns" link set lo up || fail_setup "lo up in $ns"
-done
-ip -n "$NS1" link set "$IF1" up || fail_setup "$IF1 up"
-ip -n "$NS2" link set "$IF2" up || fail_setup "$IF2 up"
+netns_begin two-hosts
+netns_add "$NS1" "$NS2"
+netns_veth "$IF1" "$NS1" "$IF2" "$NS2"
+netns_addr "$NS1" "$ADDR1/24" "$IF1"
+netns_addr "$NS2" "$ADDR2/24" "$IF2"
+netns_up "$NS1" lo "$IF1"
+netns_up "$NS2" lo "$IF2"
 
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 

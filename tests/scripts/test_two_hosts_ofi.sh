@@ -10,13 +10,7 @@
 # Usage: test_two_hosts_ofi.sh <build-dir>
 set -u
 BUILD=${1:?usage: test_two_hosts_ofi.sh <build-dir>}
-INFO="$BUILD/bin/hetccl-info"
-lib=$("$INFO" 2>/dev/null | grep -A1 '^libfabric' | tail -1)
-if ! echo "$lib" | grep -q 'libfabric 1\.'; then
-  echo "FAIL: the ofi transport cannot run here:$lib"
-  echo "  (scripts/install-deps.sh installs libfabric-dev and libfabric1; rebuild after it)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+. "$(dirname "$0")/lib/preflight.sh"
+need_ofi "$BUILD/bin/hetccl-info"
 export HETCCL_TEST_TRANSPORT=ofi HETCCL_OFI_PROVIDER=tcp TWO_HOSTS_QUICK=1
 exec bash "$(dirname "$0")/test_two_hosts.sh" "$BUILD"

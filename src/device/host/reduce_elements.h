@@ -27,9 +27,10 @@
 
 /*
  * Float max/min with fmaxf/fminf's NaN rule (a NaN operand loses to a
- * number; two NaNs give NaN) that also orders -0 below +0, so the result
- * does not depend on operand order: ranks that combine the same pair in
- * different orders get the same bits. Compared as integers: flipping the
+ * number; two NaNs give y, the second, payload and all) that also orders
+ * -0 below +0, so the result does not depend on operand order unless both
+ * are NaN: ranks that combine the same pair in different orders get the
+ * same bits, except a NaN payload (reduce.h). Compared as integers: flipping the
  * magnitude bits of negative values turns IEEE order into signed integer
  * order. Integer compares and selects keep the loops vectorisable (float
  * compares may trap, which stops gcc from if-converting them).

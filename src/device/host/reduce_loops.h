@@ -14,7 +14,8 @@
  *   into_b    d[i] = A(a[i]) op d[i]   (dst == b)
  *   self      d[i] = A(d[i]) op d[i]   (dst == a == b)
  * The first operand is always the (scaled) a, so every case computes the
- * same bits.
+ * same values; where both operands are NaN the payload kept by sum and
+ * prod can still differ between cases (reduce.h).
  */
 #ifndef HETCCL_DEVICE_HOST_REDUCE_LOOPS_H
 #define HETCCL_DEVICE_HOST_REDUCE_LOOPS_H
