@@ -122,9 +122,11 @@ struct hetccl_comm {
   uint32_t call_seq;                /* collectives issued so far: the sequence number of call signatures */
   int finalized;
   atomic_int aborting;              /* hetcclCommAbort began: stop without waiting for device work */
-  /* API calls inside the communicator now (hetccl_comm_enter): a teardown
-   * waits for them to leave before it frees anything. */
-  atomic_int calls;
+  /* Counts the API calls inside the communicator now (hetccl_comm_enter):
+   * a teardown waits for them to leave before it frees anything. Owned by
+   * the registry (core/registry.c), which never frees a gate: a thread may
+   * still touch the gate of a communicator destroyed meanwhile. */
+  struct hetccl_comm_gate *gate;
   /* A batch of operations is running (hetccl_comm_run_batch): NCCL forbids
    * two threads driving one communicator at once; the second is refused. */
   atomic_int busy;
@@ -137,15 +139,17 @@ struct hetccl_comm {
 };
 
 /* Live-communicator registry: lets every API call reject a pointer that is
- * not (or no longer) a communicator without dereferencing it. */
+ * not (or no longer) a communicator without dereferencing it. Registering
+ * gives c its gate; without memory for one, c stays unregistered (every
+ * call on it is refused). */
 void hetccl_comm_register(struct hetccl_comm *c);
 void hetccl_comm_unregister(struct hetccl_comm *c);
 int hetccl_comm_is_live(const struct hetccl_comm *c);
-/* When c is live, counts the caller inside it (c->calls) and returns 1; the
- * look-up and the count happen under the registry's lock, so once
+/* When c is live, counts the caller inside it (c->gate) and returns 1; once
  * hetccl_comm_retire has removed c no call can enter it any more, and a
- * teardown that waits for c->calls to reach 0 frees nothing under a caller.
- * Each successful enter is paired with one leave, the caller's last touch of c. */
+ * teardown that waits for the count to reach 0 frees nothing under a
+ * caller (core/registry.c says why, also for its lock-free path). Each
+ * successful enter is paired with one leave, the caller's last touch of c. */
 int hetccl_comm_enter(struct hetccl_comm *c);
 void hetccl_comm_leave(struct hetccl_comm *c);
 /* Removes c from the live set: 1 for the one caller that removed it, 0 when
@@ -153,6 +157,9 @@ void hetccl_comm_leave(struct hetccl_comm *c);
 int hetccl_comm_retire(struct hetccl_comm *c);
 /* Waits until no call is inside c (after hetccl_comm_retire). */
 void hetccl_comm_wait_calls(struct hetccl_comm *c);
+/* Gives c's gate back for reuse (hetccl_comm_free, after the retire and the
+ * wait); none given: nothing to do. */
+void hetccl_comm_gate_release(struct hetccl_comm *c);
 
 /* Initialisation (core/comm_init.c). `parent` is NULL except for split. */
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,

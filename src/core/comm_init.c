@@ -175,5 +175,6 @@ void hetccl_comm_free(struct hetccl_comm *c) {
   free(c->user_ops);
   free(c->root_ids);
   pthread_mutex_destroy(&c->lock);
+  hetccl_comm_gate_release(c);
   free(c);
 }
