@@ -8,6 +8,7 @@
  * communicators are bare structures: the registry reads none of their
  * fields but its gate. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ static void single_thread(void) {
 }
 
 static _Atomic(struct hetccl_comm *) g_handles[HANDLES];
-static atomic_int g_stop, g_bad;
+static atomic_int g_stop, g_bad, g_ready;
 static atomic_long g_entered, g_refused;
 
 static void *reader(void *arg) {
@@ -82,7 +83,7 @@ static void *reader(void *arg) {
       refused++;
       continue;
     }
-    entered++;
+    if (entered++ == 0) atomic_fetch_add(&g_ready, 1);
     int before = c->rank;
     for (volatile int spin = 0; spin < 50; spin++) {
     }
@@ -99,6 +100,8 @@ static void racing_teardowns(void) {
   pthread_t t[READERS];
   for (int r = 0; r < READERS; r++)
     if (pthread_create(&t[r], NULL, reader, (void *)(uintptr_t)r) != 0) abort();
+  /* Every reader running first (on a loaded machine they may start late). */
+  while (atomic_load(&g_ready) < READERS) sched_yield();
   for (int k = 0; k < TEARDOWNS; k++) {
     int h = k % HANDLES;
     struct hetccl_comm *old = atomic_load(&g_handles[h]);
