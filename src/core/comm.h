@@ -52,6 +52,15 @@ struct hetccl_user_redop {
 
 struct hetccl_comm_worker; /* core/worker.c */
 
+/* The count of API calls inside a communicator (core/registry.c, which
+ * owns gates and never frees one). */
+struct hetccl_comm_gate {
+  /* Alone on its cache line: threads that drive different communicators
+   * do not bounce one line between them. */
+  _Alignas(64) atomic_int calls;
+  struct hetccl_comm_gate *next_free; /* in the registry's list of gates to reuse */
+};
+
 /* One link a call needs that does not exist yet, and its transport. */
 struct hetccl_link_todo {
   int peer;
@@ -151,7 +160,9 @@ int hetccl_comm_is_live(const struct hetccl_comm *c);
  * caller (core/registry.c says why, also for its lock-free path). Each
  * successful enter is paired with one leave, the caller's last touch of c. */
 int hetccl_comm_enter(struct hetccl_comm *c);
-void hetccl_comm_leave(struct hetccl_comm *c);
+static inline void hetccl_comm_leave(struct hetccl_comm *c) {
+  atomic_fetch_sub_explicit(&c->gate->calls, 1, memory_order_release);
+}
 /* Removes c from the live set: 1 for the one caller that removed it, 0 when
  * it was not live (destroyed or aborted already, or never made). */
 int hetccl_comm_retire(struct hetccl_comm *c);
@@ -172,8 +183,15 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_place(struct hetccl_comm *c);
 /* Runs hetccl_comm_init on a thread of its own; the result lands in init_state. */
 hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c);
-/* Waits for a non-blocking init to finish; returns its result. */
-hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c);
+/* Waits for a non-blocking init to finish; returns its result. Inline:
+ * every operation asks, and almost always no init thread is left to join
+ * (hetccl_comm_join_init does that). */
+hetcclResult_t hetccl_comm_join_init(struct hetccl_comm *c);
+static inline hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c) {
+  if (!atomic_load_explicit(&c->init_thread_live, memory_order_acquire))
+    return (hetcclResult_t)atomic_load_explicit(&c->init_state, memory_order_acquire);
+  return hetccl_comm_join_init(c);
+}
 void hetccl_comm_free(struct hetccl_comm *c);
 
 /* Every setting accepted, component names included (core/settings_check.c):
@@ -186,8 +204,14 @@ hetcclResult_t hetccl_component_settings_check(void);
 hetcclResult_t hetccl_comm_suspend(struct hetccl_comm *c, int flags);
 hetcclResult_t hetccl_comm_resume(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_mem_stats(struct hetccl_comm *c, int stat, uint64_t *value);
-/* hetcclInvalidUsage naming `fn` when c is suspended, else hetcclSuccess. */
-hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn);
+/* hetcclInvalidUsage naming `fn` when c is suspended, else hetcclSuccess
+ * (inline: every collective and point-to-point call asks). */
+__attribute__((cold)) hetcclResult_t hetccl_comm_refuse_suspended(const char *fn);
+static inline hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn) {
+  if (__builtin_expect(atomic_load_explicit(&c->suspended, memory_order_acquire) != 0, 0))
+    return hetccl_comm_refuse_suspended(fn);
+  return hetcclSuccess;
+}
 
 /* Host identity (core/host_id.c). */
 uint64_t hetccl_host_hash(void);

@@ -42,13 +42,6 @@
 #include "core/comm.h"
 #include "util/wait.h"
 
-struct hetccl_comm_gate {
-  /* Alone on its cache line: threads that drive different communicators
-   * do not bounce one line between them. */
-  _Alignas(64) atomic_int calls;
-  struct hetccl_comm_gate *next_free;
-};
-
 static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
 static const struct hetccl_comm **g_slots;
 static size_t g_cap, g_used;
@@ -151,7 +144,8 @@ int hetccl_comm_is_live(const struct hetccl_comm *c) {
 /* The look-up under the lock; a live c is remembered in *e. No retire can
  * run while the lock is held, so the count read here is the one at which c
  * was live. */
-static int enter_locked(struct hetccl_comm *c, struct seen *e) {
+__attribute__((noinline)) static int enter_locked(struct hetccl_comm *c, struct seen *e) {
+  if (!c) return 0;
   pthread_rwlock_rdlock(&g_lock);
   int live = find(c) != NULL;
   if (live) {
@@ -164,10 +158,11 @@ static int enter_locked(struct hetccl_comm *c, struct seen *e) {
   return live;
 }
 
+/* The lock-free path alone here (no registers to save): the rest is out
+ * of line. */
 int hetccl_comm_enter(struct hetccl_comm *c) {
-  if (!c) return 0;
   struct seen *e = seen_of(c);
-  if (e->comm == c) {
+  if (c && e->comm == c) {
     atomic_fetch_add_explicit(&e->gate->calls, 1, memory_order_seq_cst);                    /* T1 */
     if (atomic_load_explicit(&g_retires, memory_order_seq_cst) == e->retires) return 1; /* T2 */
     atomic_fetch_sub_explicit(&e->gate->calls, 1, memory_order_release);
@@ -175,8 +170,6 @@ int hetccl_comm_enter(struct hetccl_comm *c) {
   }
   return enter_locked(c, e);
 }
-
-void hetccl_comm_leave(struct hetccl_comm *c) { atomic_fetch_sub_explicit(&c->gate->calls, 1, memory_order_release); }
 
 void hetccl_comm_wait_calls(struct hetccl_comm *c) {
   if (!c->gate) return;
