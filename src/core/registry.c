@@ -28,11 +28,11 @@
  * the call undoes its increment and takes the locked path, which no longer
  * finds the handle. Either way nothing is freed under a call that entered.
  *
- * T1 may touch the gate after its communicator was freed (D1 between the
- * thread's last look-up and T1); that is why gates are never freed, only
- * reused by later communicators (a free list under the lock): T1 then adds
- * to a live counter, T2 sees a changed count (the retire that freed the
- * communicator came after the remembered one) and undoes it. A later
+ * T1 may touch the gate after its communicator was freed (a whole
+ * teardown between the thread's last look-up and T1); that is why gates
+ * are never freed, only reused by later communicators (a free list under
+ * the lock): T1 then adds to a live counter, T2 sees a changed count (that
+ * teardown's retire came after the remembered count) and undoes it. A later
  * communicator's teardown that meets such an increment waits the few
  * instructions until it is undone. g_retires is 64 bits: it never wraps.
  */
