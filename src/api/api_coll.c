@@ -9,10 +9,14 @@
 #include "util/checked_size.h"
 #include "util/error.h"
 
+/* Inlined into every entry point, as the checks they make (api/check.h):
+ * a pass-through call's cost is mostly calls and returns otherwise. */
+#define HOT static inline __attribute__((always_inline))
+
 /* Checks shared by every data-moving call; `per_rank` counts are multiplied
  * by the rank count for the overflow check (AllGather-like buffers). The
  * communicator was looked up and entered once, by the public entry point. */
-static hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, int per_rank) {
+HOT hetcclResult_t common(const char *fn, hetcclComm_t comm, hetcclDataType_t dt, size_t count, int per_rank) {
   HETCCL_TRY(hetccl_check_type(fn, dt));
   return hetccl_check_count(fn, count, per_rank ? (size_t)comm->nranks : 1, dt);
 }
@@ -24,18 +28,27 @@ static hetcclResult_t with_op(const char *fn, hetcclComm_t comm, hetcclRedOp_t o
   return hetccl_redop_resolve(comm, op, dt, out);
 }
 
-static struct hetccl_op make_op(int coll, const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
-                                int root, hetcclStream_t stream) {
-  struct hetccl_op o;
-  memset(&o, 0, sizeof o);
-  o.coll = coll;
-  o.sendbuff = sendbuff;
-  o.recvbuff = recvbuff;
-  o.count = count;
-  o.dtype = dt;
-  o.root = root;
-  o.stream = stream;
-  return o;
+/* The call's operation, built where hetccl_enqueue takes it without a copy
+ * (core/group.h: the open group's next entry, else `scratch`). */
+static hetcclResult_t make_op(struct hetccl_op **out, struct hetccl_op *scratch, int coll, const void *sendbuff,
+                              void *recvbuff, size_t count, hetcclDataType_t dt, int root, hetcclStream_t stream) {
+  struct hetccl_op *o = hetccl_op_place(scratch);
+  if (!o) return hetcclSystemError;
+  /* Member by member (every one of struct hetccl_op: core/op.h): zeroing
+   * the whole of it first costs a rep stos of 160 bytes. */
+  o->coll = coll;
+  o->sendbuff = sendbuff;
+  o->recvbuff = recvbuff;
+  o->count = count;
+  o->dtype = dt;
+  o->redop = (hetccl_redop){0};
+  o->root = root;
+  o->sendcounts = o->sdispls = o->recvcounts = o->rdispls = NULL;
+  o->stream = stream;
+  o->sig = (struct hetccl_call_sig){0};
+  o->roots_agreed = 0;
+  *out = o;
+  return hetcclSuccess;
 }
 
 static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
@@ -44,10 +57,11 @@ static hetcclResult_t impl_hetcclAllReduce(const void *sendbuff, void *recvbuff,
   HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_ALLREDUCE, sendbuff, recvbuff, count, dt, 0, stream);
-  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
-  o.sig.op = hetccl_sig_op_of(op);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_ALLREDUCE, sendbuff, recvbuff, count, dt, 0, stream));
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o->redop));
+  o->sig.op = hetccl_sig_op_of(op);
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclBroadcast(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
@@ -57,8 +71,9 @@ static hetcclResult_t impl_hetcclBroadcast(const void *sendbuff, void *recvbuff,
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_BROADCAST, sendbuff, recvbuff, count, dt, root, stream);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_BROADCAST, sendbuff, recvbuff, count, dt, root, stream));
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
@@ -68,10 +83,11 @@ static hetcclResult_t impl_hetcclReduce(const void *sendbuff, void *recvbuff, si
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_REDUCE, sendbuff, recvbuff, count, dt, root, stream);
-  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
-  o.sig.op = hetccl_sig_op_of(op);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_REDUCE, sendbuff, recvbuff, count, dt, root, stream));
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o->redop));
+  o->sig.op = hetccl_sig_op_of(op);
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, hetcclDataType_t dt,
@@ -80,8 +96,9 @@ static hetcclResult_t impl_hetcclAllGather(const void *sendbuff, void *recvbuff,
   HETCCL_TRY(common(fn, comm, dt, sendcount, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, sendcount));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, sendcount));
-  struct hetccl_op o = make_op(HETCCL_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, dt, 0, stream);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, dt, 0, stream));
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
@@ -91,10 +108,11 @@ static hetcclResult_t impl_hetcclReduceScatter(const void *sendbuff, void *recvb
   HETCCL_TRY(common(fn, comm, dt, recvcount, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, recvcount));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, recvcount));
-  struct hetccl_op o = make_op(HETCCL_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, dt, 0, stream);
-  HETCCL_TRY(with_op(fn, comm, op, dt, &o.redop));
-  o.sig.op = hetccl_sig_op_of(op);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, dt, 0, stream));
+  HETCCL_TRY(with_op(fn, comm, op, dt, &o->redop));
+  o->sig.op = hetccl_sig_op_of(op);
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt,
@@ -103,8 +121,9 @@ static hetcclResult_t impl_hetcclAlltoAll(const void *sendbuff, void *recvbuff, 
   HETCCL_TRY(common(fn, comm, dt, count, 1));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALL, sendbuff, recvbuff, count, dt, 0, stream);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_ALLTOALL, sendbuff, recvbuff, count, dt, 0, stream));
+  return hetccl_enqueue(comm, o);
 }
 
 /* Every per-rank extent (displacement + count) must be at most PTRDIFF_MAX bytes. */
@@ -129,12 +148,13 @@ static hetcclResult_t impl_hetcclAlltoAllv(const void *sendbuff, const size_t se
   HETCCL_TRY(common(fn, comm, dt, 0, 0));
   HETCCL_TRY(check_v(fn, "sendbuff", sendcounts, sdispls, comm->nranks, dt, sendbuff));
   HETCCL_TRY(check_v(fn, "recvbuff", recvcounts, rdispls, comm->nranks, dt, recvbuff));
-  struct hetccl_op o = make_op(HETCCL_COLL_ALLTOALLV, sendbuff, recvbuff, 0, dt, 0, stream);
-  o.sendcounts = sendcounts;
-  o.sdispls = sdispls;
-  o.recvcounts = recvcounts;
-  o.rdispls = rdispls;
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_ALLTOALLV, sendbuff, recvbuff, 0, dt, 0, stream));
+  o->sendcounts = sendcounts;
+  o->sdispls = sdispls;
+  o->recvcounts = recvcounts;
+  o->rdispls = rdispls;
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclGather(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
@@ -144,8 +164,9 @@ static hetcclResult_t impl_hetcclGather(const void *sendbuff, void *recvbuff, si
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_GATHER, sendbuff, recvbuff, count, dt, root, stream);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_GATHER, sendbuff, recvbuff, count, dt, root, stream));
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclScatter(const void *sendbuff, void *recvbuff, size_t count, hetcclDataType_t dt, int root,
@@ -155,8 +176,9 @@ static hetcclResult_t impl_hetcclScatter(const void *sendbuff, void *recvbuff, s
   HETCCL_TRY(hetccl_check_rank(fn, "root", root, comm->nranks));
   if (comm->rank == root) HETCCL_TRY(hetccl_check_ptr(fn, "sendbuff", sendbuff, count));
   HETCCL_TRY(hetccl_check_ptr(fn, "recvbuff", recvbuff, count));
-  struct hetccl_op o = make_op(HETCCL_COLL_SCATTER, sendbuff, recvbuff, count, dt, root, stream);
-  return hetccl_enqueue(comm, &o);
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, HETCCL_COLL_SCATTER, sendbuff, recvbuff, count, dt, root, stream));
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t p2p(const char *fn, int coll, const void *sendbuff, void *recvbuff, size_t count,
@@ -164,11 +186,13 @@ static hetcclResult_t p2p(const char *fn, int coll, const void *sendbuff, void *
   HETCCL_TRY(common(fn, comm, dt, count, 0));
   HETCCL_TRY(hetccl_check_rank(fn, "peer", peer, comm->nranks));
   HETCCL_TRY(hetccl_check_ptr(fn, "buffer", coll == HETCCL_COLL_SEND ? sendbuff : recvbuff, count));
-  /* A lone send or receive to oneself can never be matched on host ranks. */
-  if (peer == comm->rank && hetccl_group_depth() == 0 && count > 0)
+  struct hetccl_op scratch, *o;
+  HETCCL_TRY(make_op(&o, &scratch, coll, sendbuff, recvbuff, count, dt, peer, stream));
+  /* A lone send or receive to oneself can never be matched on host ranks
+   * (the op is built in scratch exactly when no group is open). */
+  if (peer == comm->rank && o == &scratch && count > 0)
     return hetccl_error(hetcclInvalidUsage, "%s: peer %d is this rank; self send/recv must be inside a group", fn, peer);
-  struct hetccl_op o = make_op(coll, sendbuff, recvbuff, count, dt, peer, stream);
-  return hetccl_enqueue(comm, &o);
+  return hetccl_enqueue(comm, o);
 }
 
 static hetcclResult_t impl_hetcclSend(const void *sendbuff, size_t count, hetcclDataType_t dt, int peer,
@@ -184,12 +208,12 @@ static hetcclResult_t impl_hetcclRecv(void *recvbuff, size_t count, hetcclDataTy
 /* Public entry points: each enters the communicator (api/check.h: a
  * concurrent destroy or abort waits for it to leave) and leaves it last; a
  * failure inside an open group also fails the group. */
-static hetcclResult_t entered(const char *fn, hetcclComm_t comm) {
+HOT hetcclResult_t entered(const char *fn, hetcclComm_t comm) {
   hetcclResult_t rc = hetccl_enter_comm(fn, comm);
   if (rc == hetcclSuccess && (rc = hetccl_comm_check_active(comm, fn)) != hetcclSuccess) hetccl_comm_leave(comm);
   return hetccl_group_note(rc);
 }
-static hetcclResult_t left(hetcclComm_t comm, hetcclResult_t rc) {
+HOT hetcclResult_t left(hetcclComm_t comm, hetcclResult_t rc) {
   hetccl_comm_leave(comm);
   return hetccl_group_note(rc);
 }

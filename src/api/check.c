@@ -13,41 +13,27 @@ hetcclResult_t hetccl_check_comm(const char *fn, hetcclComm_t comm) {
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_enter_comm(const char *fn, hetcclComm_t comm) {
+hetcclResult_t hetccl_refuse_comm(const char *fn, hetcclComm_t comm) {
   if (!comm) return hetccl_error(hetcclInvalidArgument, "%s: comm is NULL", fn);
-  if (!hetccl_comm_enter(comm))
-    return hetccl_error(hetcclInvalidArgument, "%s: comm is not a live communicator (destroyed, or never created)", fn);
-  return hetcclSuccess;
+  return hetccl_error(hetcclInvalidArgument, "%s: comm is not a live communicator (destroyed, or never created)", fn);
 }
 
-hetcclResult_t hetccl_check_type(const char *fn, hetcclDataType_t dt) {
-  if ((int)dt < 0 || (int)dt >= (int)hetcclNumTypes)
-    return hetccl_error(hetcclInvalidArgument, "%s: unknown datatype %d", fn, (int)dt);
-  return hetcclSuccess;
+hetcclResult_t hetccl_refuse_type(const char *fn, hetcclDataType_t dt) {
+  return hetccl_error(hetcclInvalidArgument, "%s: unknown datatype %d", fn, (int)dt);
 }
 
-hetcclResult_t hetccl_check_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt) {
-  /* Multiplications with overflow checks: two 64-bit divisions cost more
-   * than the rest of a pass-through call's checks together. The bound is
-   * PTRDIFF_MAX (util/checked_size.h): no buffer is larger. */
-  size_t bytes;
-  if (__builtin_mul_overflow(count, hetccl_type_size(dt), &bytes) || __builtin_mul_overflow(bytes, mult, &bytes) ||
-      bytes > HETCCL_SIZE_LIMIT)
-    return hetccl_error(hetcclInvalidArgument,
-                        "%s: count %zu of %s (x%zu) is past the largest object a process can hold (%zu bytes)", fn,
-                        count, hetccl_type_name(dt), mult, HETCCL_SIZE_LIMIT);
-  return hetcclSuccess;
+hetcclResult_t hetccl_refuse_count(const char *fn, size_t count, size_t mult, hetcclDataType_t dt) {
+  return hetccl_error(hetcclInvalidArgument,
+                      "%s: count %zu of %s (x%zu) is past the largest object a process can hold (%zu bytes)", fn, count,
+                      hetccl_type_name(dt), mult, HETCCL_SIZE_LIMIT);
 }
 
-hetcclResult_t hetccl_check_ptr(const char *fn, const char *what, const void *p, size_t count) {
-  if (!p && count > 0) return hetccl_error(hetcclInvalidArgument, "%s: %s is NULL with count %zu", fn, what, count);
-  return hetcclSuccess;
+hetcclResult_t hetccl_refuse_ptr(const char *fn, const char *what, size_t count) {
+  return hetccl_error(hetcclInvalidArgument, "%s: %s is NULL with count %zu", fn, what, count);
 }
 
-hetcclResult_t hetccl_check_rank(const char *fn, const char *what, int r, int nranks) {
-  if (r < 0 || r >= nranks)
-    return hetccl_error(hetcclInvalidArgument, "%s: %s %d is out of range [0, %d)", fn, what, r, nranks);
-  return hetcclSuccess;
+hetcclResult_t hetccl_refuse_rank(const char *fn, const char *what, int r, int nranks) {
+  return hetccl_error(hetcclInvalidArgument, "%s: %s %d is out of range [0, %d)", fn, what, r, nranks);
 }
 
 hetcclResult_t hetccl_read_config(const char *fn, const hetcclConfig_t *config, int inherit, int *nonblocking) {

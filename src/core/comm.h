@@ -52,6 +52,15 @@ struct hetccl_user_redop {
 
 struct hetccl_comm_worker; /* core/worker.c */
 
+/* The count of API calls inside a communicator (core/registry.c, which
+ * owns gates and never frees one). */
+struct hetccl_comm_gate {
+  /* Alone on its cache line: threads that drive different communicators
+   * do not bounce one line between them. */
+  _Alignas(64) atomic_int calls;
+  struct hetccl_comm_gate *next_free; /* in the registry's list of gates to reuse */
+};
+
 /* One link a call needs that does not exist yet, and its transport. */
 struct hetccl_link_todo {
   int peer;
@@ -122,9 +131,11 @@ struct hetccl_comm {
   uint32_t call_seq;                /* collectives issued so far: the sequence number of call signatures */
   int finalized;
   atomic_int aborting;              /* hetcclCommAbort began: stop without waiting for device work */
-  /* API calls inside the communicator now (hetccl_comm_enter): a teardown
-   * waits for them to leave before it frees anything. */
-  atomic_int calls;
+  /* Counts the API calls inside the communicator now (hetccl_comm_enter):
+   * a teardown waits for them to leave before it frees anything. Owned by
+   * the registry (core/registry.c), which never frees a gate: a thread may
+   * still touch the gate of a communicator destroyed meanwhile. */
+  struct hetccl_comm_gate *gate;
   /* A batch of operations is running (hetccl_comm_run_batch): NCCL forbids
    * two threads driving one communicator at once; the second is refused. */
   atomic_int busy;
@@ -137,22 +148,29 @@ struct hetccl_comm {
 };
 
 /* Live-communicator registry: lets every API call reject a pointer that is
- * not (or no longer) a communicator without dereferencing it. */
+ * not (or no longer) a communicator without dereferencing it. Registering
+ * gives c its gate; without memory for one, c stays unregistered (every
+ * call on it is refused). */
 void hetccl_comm_register(struct hetccl_comm *c);
 void hetccl_comm_unregister(struct hetccl_comm *c);
 int hetccl_comm_is_live(const struct hetccl_comm *c);
-/* When c is live, counts the caller inside it (c->calls) and returns 1; the
- * look-up and the count happen under the registry's lock, so once
+/* When c is live, counts the caller inside it (c->gate) and returns 1; once
  * hetccl_comm_retire has removed c no call can enter it any more, and a
- * teardown that waits for c->calls to reach 0 frees nothing under a caller.
- * Each successful enter is paired with one leave, the caller's last touch of c. */
+ * teardown that waits for the count to reach 0 frees nothing under a
+ * caller (core/registry.c says why, also for its lock-free path). Each
+ * successful enter is paired with one leave, the caller's last touch of c. */
 int hetccl_comm_enter(struct hetccl_comm *c);
-void hetccl_comm_leave(struct hetccl_comm *c);
+static inline void hetccl_comm_leave(struct hetccl_comm *c) {
+  atomic_fetch_sub_explicit(&c->gate->calls, 1, memory_order_release);
+}
 /* Removes c from the live set: 1 for the one caller that removed it, 0 when
  * it was not live (destroyed or aborted already, or never made). */
 int hetccl_comm_retire(struct hetccl_comm *c);
 /* Waits until no call is inside c (after hetccl_comm_retire). */
 void hetccl_comm_wait_calls(struct hetccl_comm *c);
+/* Gives c's gate back for reuse (hetccl_comm_free, after the retire and the
+ * wait); none given: nothing to do. */
+void hetccl_comm_gate_release(struct hetccl_comm *c);
 
 /* Initialisation (core/comm_init.c). `parent` is NULL except for split. */
 hetcclResult_t hetccl_comm_create(struct hetccl_comm **out, int nranks, const hetcclUniqueId *id, int rank,
@@ -165,8 +183,15 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_place(struct hetccl_comm *c);
 /* Runs hetccl_comm_init on a thread of its own; the result lands in init_state. */
 hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c);
-/* Waits for a non-blocking init to finish; returns its result. */
-hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c);
+/* Waits for a non-blocking init to finish; returns its result. Inline:
+ * every operation asks, and almost always no init thread is left to join
+ * (hetccl_comm_join_init does that). */
+hetcclResult_t hetccl_comm_join_init(struct hetccl_comm *c);
+static inline hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c) {
+  if (!atomic_load_explicit(&c->init_thread_live, memory_order_acquire))
+    return (hetcclResult_t)atomic_load_explicit(&c->init_state, memory_order_acquire);
+  return hetccl_comm_join_init(c);
+}
 void hetccl_comm_free(struct hetccl_comm *c);
 
 /* Every setting accepted, component names included (core/settings_check.c):
@@ -179,8 +204,14 @@ hetcclResult_t hetccl_component_settings_check(void);
 hetcclResult_t hetccl_comm_suspend(struct hetccl_comm *c, int flags);
 hetcclResult_t hetccl_comm_resume(struct hetccl_comm *c);
 hetcclResult_t hetccl_comm_mem_stats(struct hetccl_comm *c, int stat, uint64_t *value);
-/* hetcclInvalidUsage naming `fn` when c is suspended, else hetcclSuccess. */
-hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn);
+/* hetcclInvalidUsage naming `fn` when c is suspended, else hetcclSuccess
+ * (inline: every collective and point-to-point call asks). */
+__attribute__((cold)) hetcclResult_t hetccl_comm_refuse_suspended(const char *fn);
+static inline hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn) {
+  if (__builtin_expect(atomic_load_explicit(&c->suspended, memory_order_acquire) != 0, 0))
+    return hetccl_comm_refuse_suspended(fn);
+  return hetcclSuccess;
+}
 
 /* Host identity (core/host_id.c). */
 uint64_t hetccl_host_hash(void);

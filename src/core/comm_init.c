@@ -149,10 +149,8 @@ hetcclResult_t hetccl_comm_init_async(struct hetccl_comm *c) {
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_comm_wait_init(struct hetccl_comm *c) {
-  if (!atomic_load_explicit(&c->init_thread_live, memory_order_acquire))
-    return (hetcclResult_t)atomic_load_explicit(&c->init_state, memory_order_acquire);
-  /* An init thread (non-blocking or grouped init) exists: join it once. */
+/* An init thread (non-blocking or grouped init) exists: join it once. */
+hetcclResult_t hetccl_comm_join_init(struct hetccl_comm *c) {
   pthread_mutex_lock(&c->lock);
   if (atomic_load(&c->init_thread_live)) {
     pthread_join(c->init_thread, NULL);
@@ -175,5 +173,6 @@ void hetccl_comm_free(struct hetccl_comm *c) {
   free(c->user_ops);
   free(c->root_ids);
   pthread_mutex_destroy(&c->lock);
+  hetccl_comm_gate_release(c);
   free(c);
 }

@@ -43,20 +43,25 @@ hetcclResult_t hetccl_group_start(void) {
 /* The signature every message of `op` carries (transport/callsig.h); with
  * HETCCL_CHECK_CALLS=0 (agreed: rank 0's value) none. Send/Recv are not
  * numbered: only collectives must come in the same order on every rank. */
-static void sign_op(struct hetccl_comm *c, struct hetccl_op *op) {
-  uint8_t user_op = op->sig.op;
-  memset(&op->sig, 0, sizeof op->sig);
-  if (!c->infos[0].check_calls) return;
-  int p2p = op->coll == HETCCL_COLL_SEND || op->coll == HETCCL_COLL_RECV;
-  int rooted = p2p || op->coll == HETCCL_COLL_BROADCAST || op->coll == HETCCL_COLL_REDUCE ||
-               op->coll == HETCCL_COLL_GATHER || op->coll == HETCCL_COLL_SCATTER;
-  op->sig.kind = (uint8_t)(op->coll + 1);
-  op->sig.count = op->coll == HETCCL_COLL_ALLTOALLV ? 0 : (uint64_t)op->count;
-  op->sig.seq = p2p ? 0 : ++c->call_seq;
-  op->sig.root = rooted ? op->root : 0;
-  op->sig.rank = c->rank;
-  op->sig.dtype = (uint8_t)op->dtype;
-  op->sig.op = user_op;
+static void sign_op(struct hetccl_comm *c, struct hetccl_op *op, int check_calls) {
+  const unsigned p2p = 1u << HETCCL_COLL_SEND | 1u << HETCCL_COLL_RECV;
+  const unsigned rooted = p2p | 1u << HETCCL_COLL_BROADCAST | 1u << HETCCL_COLL_REDUCE | 1u << HETCCL_COLL_GATHER |
+                          1u << HETCCL_COLL_SCATTER;
+  if (!check_calls) {
+    op->sig = (struct hetccl_call_sig){0};
+    return;
+  }
+  unsigned bit = 1u << op->coll;
+  uint8_t user_op = op->sig.op; /* set at the API from the caller's reduction */
+  op->sig = (struct hetccl_call_sig){
+      .count = op->coll == HETCCL_COLL_ALLTOALLV ? 0 : (uint64_t)op->count,
+      .seq = bit & p2p ? 0 : ++c->call_seq,
+      .root = bit & rooted ? op->root : 0,
+      .rank = c->rank,
+      .kind = (uint8_t)(op->coll + 1),
+      .dtype = (uint8_t)op->dtype,
+      .op = user_op,
+  };
 }
 
 static hetcclResult_t run_batch_owned(struct hetccl_comm *c, struct hetccl_op *ops, int n) {
@@ -69,7 +74,8 @@ static hetcclResult_t run_batch_owned(struct hetccl_comm *c, struct hetccl_op *o
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
-  for (int i = 0; i < n; i++) sign_op(c, &ops[i]);
+  int check_calls = c->infos[0].check_calls;
+  for (int i = 0; i < n; i++) sign_op(c, &ops[i], check_calls);
   int *mismatch_flag = hetccl_callsig_mismatch_flag();
   *mismatch_flag = 0;
   uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
@@ -109,21 +115,34 @@ hetcclResult_t hetccl_comm_run_batch(struct hetccl_comm *c, struct hetccl_op *op
   return rc;
 }
 
+/* Room for one more entry in the open group; a failure sets the message. */
+static hetcclResult_t reserve(struct group_state *gs) {
+  if (gs->n < gs->cap) return hetcclSuccess;
+  int cap = gs->cap ? gs->cap * 2 : 64;
+  struct hetccl_comm **cs = realloc(gs->comms, (size_t)cap * sizeof *cs);
+  if (cs) gs->comms = cs;
+  struct hetccl_op *os = cs ? realloc(gs->ops, (size_t)cap * sizeof *os) : NULL;
+  if (!os) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
+  gs->ops = os;
+  gs->cap = cap;
+  return hetcclSuccess;
+}
+
+struct hetccl_op *hetccl_op_place(struct hetccl_op *scratch) {
+  struct group_state *gs = &g;
+  if (gs->depth == 0) return scratch;
+  return reserve(gs) == hetcclSuccess ? gs->ops + gs->n : NULL;
+}
+
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, struct hetccl_op *op) {
   if (c->trace) hetccl_trace_enqueued(c, op);
   struct group_state *gs = &g;
   if (gs->depth == 0) return hetccl_comm_run_batch(c, op, 1);
-  if (gs->n == gs->cap) {
-    int cap = gs->cap ? gs->cap * 2 : 64;
-    struct hetccl_comm **cs = realloc(gs->comms, (size_t)cap * sizeof *cs);
-    if (cs) gs->comms = cs;
-    struct hetccl_op *os = cs ? realloc(gs->ops, (size_t)cap * sizeof *os) : NULL;
-    if (!os) return hetccl_error(hetcclSystemError, "out of memory recording a grouped operation");
-    gs->ops = os;
-    gs->cap = cap;
+  if (op != gs->ops + gs->n) { /* built elsewhere than hetccl_op_place's entry */
+    HETCCL_TRY(reserve(gs));
+    gs->ops[gs->n] = *op;
   }
   gs->comms[gs->n] = c;
-  gs->ops[gs->n] = *op;
   gs->n++;
   return hetcclSuccess;
 }

@@ -20,8 +20,15 @@ hetcclResult_t hetccl_group_note_failure(hetcclResult_t rc);
 static inline hetcclResult_t hetccl_group_note(hetcclResult_t rc) {
   return rc == hetcclSuccess ? rc : hetccl_group_note_failure(rc);
 }
+/* Where the caller builds the operation it hands to hetccl_enqueue next:
+ * inside a group, the group's next entry (so the group records it without
+ * a copy), else `scratch`. NULL when the group has no memory for it (the
+ * message is set). Until that hetccl_enqueue, no other operation may be
+ * placed or enqueued on this thread. */
+struct hetccl_op *hetccl_op_place(struct hetccl_op *scratch);
 /* Runs `op` now, or records it in the open group. `op` is the caller's
- * scratch: outside a group it is signed and run in place. */
+ * scratch or hetccl_op_place's entry: outside a group it is signed and run
+ * in place. */
 hetcclResult_t hetccl_enqueue(struct hetccl_comm *c, struct hetccl_op *op);
 /* Records a communicator whose init must run at hetcclGroupEnd. */
 hetcclResult_t hetccl_group_defer_init(struct hetccl_comm *c);

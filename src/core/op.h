@@ -45,6 +45,8 @@ static inline const char *hetccl_coll_name(int coll) {
  * Send/Recv. The v-arrays (AlltoAllv) hold one entry per rank, in elements.
  */
 struct hetccl_op {
+  /* A member added here is also set in api/api_coll.c's make_op, which
+   * sets them one by one. */
   int coll;
   const void *sendbuff;
   void *recvbuff;

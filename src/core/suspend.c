@@ -29,13 +29,11 @@ typedef int (*lib_suspend_fn)(void *comm, int flags);
 typedef int (*lib_resume_fn)(void *comm);
 typedef int (*lib_mem_stats_fn)(void *comm, int stat, uint64_t *value);
 
-hetcclResult_t hetccl_comm_check_active(const struct hetccl_comm *c, const char *fn) {
-  if (__builtin_expect(atomic_load_explicit(&c->suspended, memory_order_acquire) != 0, 0))
-    return hetccl_error(hetcclInvalidUsage,
-                        "%s: the communicator is suspended (hetcclCommSuspend / ncclCommSuspend); resume it with "
-                        "hetcclCommResume / ncclCommResume first",
-                        fn);
-  return hetcclSuccess;
+hetcclResult_t hetccl_comm_refuse_suspended(const char *fn) {
+  return hetccl_error(hetcclInvalidUsage,
+                      "%s: the communicator is suspended (hetcclCommSuspend / ncclCommSuspend); resume it with "
+                      "hetcclCommResume / ncclCommResume first",
+                      fn);
 }
 
 /* The domain library's entry point `name`: NULL when the library has no

@@ -70,6 +70,7 @@ hetcclResult_t hetccl_plan_state_create(const struct hetccl_topology *t, struct 
   struct hetccl_plan_state *st = calloc(1, sizeof *st);
   if (!st) return hetccl_error(hetcclSystemError, "out of memory for plan state");
   st->topo = t;
+  st->log_plans = hetccl_log_level() >= HETCCL_LOG_INFO;
   st->ex.timeout_ms = t->timeout_ms;
   st->ex.links = t->links;
   st->ex.connect = t->connect;
@@ -249,7 +250,7 @@ static hetcclResult_t plan_run_domains(struct hetccl_plan_state *st, const struc
 hetcclResult_t hetccl_plan_run(const struct hetccl_topology *t, const struct hetccl_op *ops, int n) {
   if (n <= 0) return hetcclSuccess;
   struct hetccl_plan_state *st = t->state;
-  if (hetccl_log_level() >= HETCCL_LOG_INFO) log_plans(st, ops, n);
+  if (st->log_plans) log_plans(st, ops, n);
   if (t->ndomains == 1) {
     /* Pass-through, except the one case the vendor cannot take as is. */
     for (int i = 0; i < n; i++) {

@@ -50,6 +50,7 @@ struct hetccl_plan_state {
   struct hetccl_exec ex;              /* what the plans run on (exec/exec.h) */
   const struct hetccl_topology *topo;
   unsigned char logged[HETCCL_COLL_COUNT]; /* plan already logged for this collective */
+  int log_plans;        /* HETCCL_DEBUG is INFO or more (read once per process): log each collective's first plan */
   int all_host;         /* every rank is a host rank: rooted calls run the root agreement (agree.c) */
 };
 

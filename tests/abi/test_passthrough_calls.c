@@ -11,7 +11,8 @@
  * application's calls and compares the log with the calls an application
  * of NCCL would have made, line by line. Every collective, Send/Recv,
  * groups (several collectives; send/recv pairs; all-to-all from sends and
- * receives), in-place, count 0, Avg and a user PreMulSum, in blocking and
+ * receives; 80 sends and receives, past the group's first 64 entries; a
+ * group with a refused call, which makes no NCCL call), in-place, count 0, Avg and a user PreMulSum, in blocking and
  * non-blocking communicators. Built twice: over the hetccl API
  * (test_passthrough_calls) and over the NCCL face, libnccl.so.2
  * (test_passthrough_calls_face, PASSTHROUGH_FACE).
@@ -305,6 +306,29 @@ static void collectives(struct run *r, char *a, char *b) {
   want(&r->e, "AllGather %p %p 50 type=7 " COMM1 " stream=%p", (void *)a, (void *)b, S(r));
   want(&r->e, "GroupEnd");
   finish(r, "a group of three collectives", good);
+
+  /* More calls than a group holds at first (64): HetCCL builds each in the
+   * group's next entry, so they must survive its growth, in order. */
+  begin(r);
+  good = ok(r, API(GroupStart)());
+  want(&r->e, "GroupStart");
+  for (int i = 0; i < 40; i++) {
+    good = good && ok(r, API(Send)(a + 64 * i, (size_t)i + 1, T_FLOAT, r->peer, r->comm, S(r)));
+    good = good && ok(r, API(Recv)(b + 64 * i, (size_t)i + 2, T_FLOAT, r->peer, r->comm, S(r)));
+    want(&r->e, "Send %p %d type=7 peer=%d " COMM1 " stream=%p", (void *)(a + 64 * i), i + 1, r->peer, S(r));
+    want(&r->e, "Recv %p %d type=7 peer=%d " COMM1 " stream=%p", (void *)(b + 64 * i), i + 2, r->peer, S(r));
+  }
+  good = good && ok(r, API(GroupEnd)());
+  want(&r->e, "GroupEnd");
+  finish(r, "a group of 80 Send/Recv", good);
+
+  /* A call refused inside a group fails the group: NCCL gets none of it. */
+  begin(r);
+  good = ok(r, API(GroupStart)());
+  good = good && ok(r, API(Send)(a, 4, T_FLOAT, r->peer, r->comm, S(r)));
+  good = good && API(AllReduce)(a, NULL, 5, T_FLOAT, OP_SUM, r->comm, S(r)) != RES_OK;
+  good = API(GroupEnd)() != RES_OK && good;
+  finish(r, "a group with a refused call", good);
 }
 
 /* One job per mode: each process makes one communicator, the recording

@@ -210,7 +210,10 @@ static size_t scratch_count(const struct nccl_vcomm *vc, const struct hetccl_op 
 static hetcclResult_t scratch_prepare(struct nccl_vcomm *vc, const struct hetccl_op *ops, int nops) {
   const struct hetccl_device_ops *dev = vc->flavor->device;
   size_t need = 0;
-  for (int i = 0; i < nops; i++) need += (scratch_count(vc, &ops[i]) * hetccl_type_size(ops[i].dtype) + 255) / 256 * 256;
+  for (int i = 0; i < nops; i++) {
+    size_t n = scratch_count(vc, &ops[i]);
+    if (n) need += (n * hetccl_type_size(ops[i].dtype) + 255) / 256 * 256;
+  }
   vc->scratch_used = 0;
   if (!need) return hetcclSuccess;
   if (need > vc->scratch_bytes) {
@@ -255,7 +258,7 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
   const char *send = op->sendbuff;
   char *recv = op->recvbuff;
   ncclRedOp_t rop = NCCL_OP_SUM;
-  if (vc->nranks == 1 && op->redop.premul &&
+  if (op->redop.premul && vc->nranks == 1 &&
       (op->coll == HETCCL_COLL_ALLREDUCE || op->coll == HETCCL_COLL_REDUCE || op->coll == HETCCL_COLL_REDUCESCATTER)) {
     /* One rank: the result is the scaled input. NCCL 2.28.9's PreMulSum (and
      * Avg) on a one-rank communicator gets the elements past the last whole

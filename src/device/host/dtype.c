@@ -1,8 +1,9 @@
 /*
- * Data type facts (size, name, floating or not) and scalar encoding: a
- * double turned into the bits of one element of a type, as that type
- * rounds. Scalars travel in a uint64_t holding the element's bit pattern in
- * its low bits (zero-extended); readers take the low bits only.
+ * Data type facts (name, floating or not; the size is inline in
+ * device/reduce.h) and scalar encoding: a double turned into the bits of
+ * one element of a type, as that type rounds. Scalars travel in a uint64_t
+ * holding the element's bit pattern in its low bits (zero-extended);
+ * readers take the low bits only.
  */
 #include <math.h>
 #include <stdint.h>
@@ -10,24 +11,6 @@
 
 #include "device/host/fp_convert.h"
 #include "device/reduce.h"
-
-size_t hetccl_type_size(hetcclDataType_t dt) {
-  switch (dt) {
-    case hetcclInt8:
-    case hetcclUint8:
-    case hetcclFloat8e4m3:
-    case hetcclFloat8e5m2: return 1;
-    case hetcclFloat16:
-    case hetcclBfloat16: return 2;
-    case hetcclInt32:
-    case hetcclUint32:
-    case hetcclFloat32: return 4;
-    case hetcclInt64:
-    case hetcclUint64:
-    case hetcclFloat64: return 8;
-    default: return 0;
-  }
-}
 
 /* The names nccl-tests prints in its `type` column. */
 const char *hetccl_type_name(hetcclDataType_t dt) {
