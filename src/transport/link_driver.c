@@ -1,4 +1,5 @@
 #include "transport/link_driver.h"
+#include "transport/link_state.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,13 +78,22 @@ static hetcclResult_t timed_out(const struct hetccl_link_driver *d, const struct
   struct hetccl_link_stall s = {0};
   ops->stalled(arg, &s);
   char peer[96] = "for its links";
-  if (s.link)
+  char state[448] = "";
+  if (s.link) {
     snprintf(peer, sizeof peer, "to %s rank %d over %s", s.send ? "send to" : "receive from", s.link->peer,
              s.link->ops->name);
+    hetccl_link *l = (hetccl_link *)s.link; /* the stall names it read-only; describing it locks it */
+    const struct hetccl_link_state_ops *so = hetccl_link_extension(l, HETCCL_LINK_STATE_EXTENSION);
+    if (so) {
+      state[0] = ';';
+      state[1] = ' ';
+      so->describe(l, state + 2, sizeof state - 2);
+    }
+  }
   return hetccl_error(hetcclTimeout,
-                      "%s: no progress for %lld ms (HETCCL_TIMEOUT_MS) waiting %s, %llu of %llu bytes done",
+                      "%s: no progress for %lld ms (HETCCL_TIMEOUT_MS) waiting %s, %llu of %llu bytes done%s",
                       d->what, (long long)d->timeout_ms, peer, (unsigned long long)s.bytes_done,
-                      (unsigned long long)s.bytes_total);
+                      (unsigned long long)s.bytes_total, state);
 }
 
 /* A failure of this wait breaks the communicator: record it (the first one wins). */

@@ -413,7 +413,15 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   }
   /* The hello is a send with a completion: connect returns only once it
    * left, so the peer never waits on a rank that stopped polling after its
-   * connects (software providers move data only while polled). */
+   * connects (software providers move data only while polled). Only the
+   * lower rank's hello goes at once; the higher rank sends nothing to the
+   * peer before the lower's hello arrived. A connection-based provider
+   * (tcp;ofi_rxm) connects on a pair's first message, and one that both
+   * ends start at once is resolved by tearing one down: libfabric 1.17's
+   * rxm can tear down different ones on the two ends and lose what was
+   * injected over the survivor (ofiwg/libfabric#7396), which left 64 ranks
+   * waiting forever for advertisements. With one end first, each pair has
+   * one connection, started by the lower rank. */
   /* What the peer sent before this link existed (its hello, if it came first). */
   hetccl_ofi_ctrl_replay(st, l);
   struct ofi_ctrl_recv *hello = &l->ctrl_sends[0];
@@ -428,7 +436,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
   int posted = 0;
   /* Ours sent; the lower rank's received (the higher rank waits, as socket streams). */
   while (rc == hetcclSuccess && (!l->hello_sent || (ctx->rank > peer && !l->hello_ok))) {
-    if (!posted) {
+    if (!posted && (ctx->rank < peer || l->hello_ok)) {
       ssize_t src = fi_tsend(st->ep, &hello->msg, sizeof hello->msg.c, l->ctrl_mr ? fi_mr_desc(l->ctrl_mr) : NULL,
                              fa, OFI_CTRL_TAG | (uint64_t)st->rank, &hello->ctx);
       if (src == 0)
@@ -446,7 +454,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     }
     if (hetccl_expired(deadline)) {
       rc = hetccl_error(hetcclTimeout, "ofi: rank %d %s rank %d within %lld ms", ctx->rank,
-                        l->hello_sent ? "got no hello from" : "could not send its hello to", peer,
+                        ctx->rank > peer && !l->hello_ok ? "got no hello from" : "could not send its hello to", peer,
                         (long long)ctx->timeout_ms);
       break;
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "transport/link_devmem.h"
+#include "transport/link_state.h"
 #include "transport/ofi_internal.h"
 #include "util/error.h"
 
@@ -66,5 +67,6 @@ static const struct hetccl_link_devmem_ops g_devmem = {
 
 const void *hetccl_ofi_extension(hetccl_link *link, const char *name) {
   (void)link;
+  if (strcmp(name, HETCCL_LINK_STATE_EXTENSION) == 0) return &hetccl_ofi_link_state;
   return strcmp(name, HETCCL_LINK_DEVMEM_EXTENSION) == 0 ? &g_devmem : NULL;
 }

@@ -320,6 +320,10 @@ struct ofi_state {
   struct ofi_regcache cache;
 };
 
+/* ofi_state.c: a link's state in one line (link_state.h) */
+struct hetccl_link_state_ops;
+extern const struct hetccl_link_state_ops hetccl_ofi_link_state;
+
 /* ofi_ctrl.c: control messages received (no libfabric calls) */
 /* The form of a received control message of `len` bytes: 0 and a copy in
  * *out when it is one this link may act on (size, magic, tag, type, raw

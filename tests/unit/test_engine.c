@@ -794,6 +794,24 @@ static void run_timeout(struct child *c) {
     hetccl_vendor_builtin.destroy(vc);
   }
   pthread_barrier_wait(&c->sh->bar);
+  /* A ring AllGather that rank 0 runs alone: its first send fits the
+   * link's buffers, the second waits for the receive from rank n - 1, so
+   * the timeout names that receive, not the send that waits for it. */
+  if (c->n >= 3 && c->rank == 0) {
+    hetccl_vcomm *vc = make_vc(c, 0, 256, 300, 0);
+    char in[16], out[16 * MAXR];
+    memset(in, 1, sizeof in);
+    struct hetccl_op op = {.coll = HETCCL_COLL_ALLGATHER, .sendbuff = in, .recvbuff = out, .count = 16,
+                           .dtype = hetcclInt8};
+    hetcclResult_t rc = hetccl_vendor_builtin.run(vc, &op, 1);
+    const char *msg = hetccl_last_error();
+    char want[64];
+    snprintf(want, sizeof want, "waiting to receive from rank %d", c->n - 1);
+    report(c, rc == hetcclTimeout && strstr(msg, want), "ring timeout: rc %d, message '%s' lacks '%s'", rc, msg,
+           want);
+    hetccl_vendor_builtin.destroy(vc);
+  }
+  pthread_barrier_wait(&c->sh->bar);
 }
 
 static double now_s(void) {

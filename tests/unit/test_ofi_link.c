@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "transport/link_driver.h"
 #include "transport/ofi.h"
 #include "transport/transport_desc.h"
 #include "util/error.h"
@@ -170,6 +171,12 @@ static void exchange(struct env *e, int nmsg, size_t piece, int pause_rank) {
   free(sbuf), free(rbuf), free(cons), free(sreq), free(rreq);
 }
 
+/* The link driver over one request (hetccl_link_drive's pass and stall). */
+static hetcclResult_t one_pass(void *arg, struct hetccl_link_driver *d, int *pending) {
+  return hetccl_link_poll_all(d, arg, 1, pending);
+}
+static void one_stalled(void *arg, struct hetccl_link_stall *s) { hetccl_link_stall_of(arg, 1, s); }
+
 static int rank_main(struct shared *sh, int rank, int which) {
   struct env e;
   switch (which) {
@@ -301,6 +308,25 @@ static int rank_main(struct shared *sh, int rank, int which) {
     finish(&e);
     return e.fails ? 1 : 0;
   }
+  case 6: { /* a send whose receive is never posted: the timeout says the advertisement never came */
+    init_env(&e, sh, rank, 0x7777 + sh->seed, 0, 0);
+    if (connect_pair(&e)) return 1;
+    if (rank == 0) {
+      static uint8_t buf[100000]; /* above the eager size: it waits for the receiver's advertisement */
+      static const struct hetccl_link_wait_ops ops = {.pass = one_pass, .stalled = one_stalled};
+      struct hetccl_link_xfer x = {.link = e.link, .buf = buf, .bytes = sizeof buf, .send = 1};
+      struct hetccl_link_driver d;
+      hetccl_link_driver_init(&d, 300, "state %s", "test");
+      hetcclResult_t rc = hetccl_link_post(&d, &x);
+      if (rc == hetcclSuccess) rc = hetccl_link_drive(&d, &ops, &x);
+      const char *msg = hetccl_last_error();
+      CHECK(&e, rc == hetcclTimeout && strstr(msg, "send to rank 1 over ofi, 0 of 100000 bytes done; ofi link") &&
+                    strstr(msg, "sends 0..1 cut at 0, 0 advertisements seen, 0 writes in flight"),
+            "timeout message \"%s\" lacks the link's state", msg);
+    }
+    finish(&e);
+    return e.fails ? 1 : 0;
+  }
   case 3: { /* a hello without the secret: the accepting rank refuses it */
     init_env(&e, sh, rank, 0x4444 + sh->seed, 0, 0);
     if (rank == 0) memset(e.ctx.secret, 0x11, sizeof e.ctx.secret);
@@ -374,9 +400,10 @@ int main(void) {
       "ofi: a hello without the secret is refused",
       "ofi: call mismatches (eager, RMA, empty) name both calls, land nothing",
       "ofi: registration cache on a live link: reuse, freed idle and in use",
+      "ofi: a timed-out send names the link's state (no advertisement)",
   };
   int passed = 0, failed = 0;
-  for (int c = 0; c < 6; c++) {
+  for (int c = 0; c < 7; c++) {
     uint64_t t0 = hetccl_now_ns();
     int ok = run_case(sh, c);
     printf("%-66s %s (%.1f s)\n", names[c], ok ? "ok" : "FAIL", (double)(hetccl_now_ns() - t0) / 1e9);

@@ -190,17 +190,27 @@ static uint64_t chan_bytes(struct hetccl_eng_flow *f, const struct hetccl_eng_ch
   return bytes;
 }
 
+/* The channel the flow waits on: the first with a transfer posted and not
+ * done; one that waits for another's items (a ring's send for its
+ * receive) only when none has. */
 static void flow_stalled(void *arg, struct hetccl_link_stall *s) {
   struct flow_wait *w = arg;
   struct hetccl_eng_flow *f = w->f;
+  const struct hetccl_eng_chan *pick = NULL;
   *s = (struct hetccl_link_stall){0};
   for (int c = 0; c < f->nchans; c++) {
     const struct hetccl_eng_chan *ch = &f->chans[c];
     if (ch->done == ch->nitems) continue;
-    *s = (struct hetccl_link_stall){.link = ch->link, .send = ch->send, .bytes_done = chan_bytes(f, ch, ch->done),
-                                    .bytes_total = chan_bytes(f, ch, ch->nitems)};
-    return;
+    if (ch->posted > ch->done) {
+      pick = ch;
+      break;
+    }
+    if (!pick) pick = ch;
   }
+  if (pick)
+    *s = (struct hetccl_link_stall){.link = pick->link, .send = pick->send,
+                                    .bytes_done = chan_bytes(f, pick, pick->done),
+                                    .bytes_total = chan_bytes(f, pick, pick->nitems)};
 }
 
 hetcclResult_t hetccl_eng_flow_run(struct hetccl_eng_flow *f) {
