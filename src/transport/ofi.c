@@ -215,6 +215,12 @@ static hetcclResult_t ofi_test(hetccl_link *link, uint64_t req, int *done) {
       *done = d;
   }
   pthread_mutex_unlock(&l->st->lock);
+  struct ofi_state *other = l->st->sibling;
+  if (other && !*done) { /* never both locks at once: no order to keep */
+    pthread_mutex_lock(&other->lock);
+    (void)hetccl_ofi_progress(other); /* its links keep their own errors */
+    pthread_mutex_unlock(&other->lock);
+  }
   return rc;
 }
 

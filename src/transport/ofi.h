@@ -53,5 +53,8 @@ struct ofi_link_counts {
 };
 /* 0 and the counts of ctx's ofi state; -1 when ofi is not set up there. */
 int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out);
+/* NICs ctx's ofi links may stripe over: 2 where setup opened an endpoint on
+ * a second NIC (ofi_stripe.c), else 1. */
+int hetccl_ofi_nics(const struct hetccl_net_ctx *ctx);
 
 #endif

@@ -62,7 +62,7 @@ static void close_fid(struct fid *f) {
   if (f) fi_close(f);
 }
 
-static void free_state(struct ofi_state *st) {
+void hetccl_ofi_state_free(struct ofi_state *st) {
   if (!st) return;
   ofi_regcache_fini(&st->cache); /* registrations before the endpoint they may be bound to */
   for (struct ofi_link *l = st->dead; l;) {
@@ -220,13 +220,10 @@ static hetcclResult_t pick_domain(struct ofi_state *st, struct fi_info *hints, c
   return hetcclSuccess;
 }
 
-hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
-  _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
-  if (ctx->state[HETCCL_TRANSPORT_OFI])
-    return hetccl_error(hetcclInvalidUsage, "ofi: setup called twice for one communicator");
-  char why[512] = "";
-  const struct ofi_api *api = ofi_api_load(ctx->ofi_library, why, sizeof why);
-  if (!api) return hetccl_error(hetcclSystemError, "ofi: %s", why);
+hetcclResult_t hetccl_ofi_state_open(hetccl_net_ctx *ctx, const struct ofi_api *api, const char *prov,
+                                     const char *ifname, const struct hetccl_topo_place *place, uint8_t *name,
+                                     size_t *name_len, struct ofi_state **out) {
+  *out = NULL;
   struct ofi_state *st = calloc(1, sizeof *st);
   if (!st) return hetccl_error(hetcclSystemError, "ofi: out of memory");
   hetcclResult_t rc = hetcclSuccess;
@@ -239,19 +236,13 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   st->max_inflight = ctx->ofi_inflight > 0 ? ctx->ofi_inflight : 8;
   st->piece_bytes = ctx->ofi_piece_bytes >= 64 ? ctx->ofi_piece_bytes & ~(size_t)63 : (size_t)1 << 20;
   ofi_regcache_init(&st->cache, hetccl_ofi_reg, hetccl_ofi_dereg, st, &st->lock, ctx->ofi_regcache);
-  char prov[64];
-  if (!ofi_choose_provider(api, ctx->ofi_provider, prov, sizeof prov, why, sizeof why)) {
-    rc = hetccl_error(hetcclSystemError, "ofi: %s", why);
-    goto fail;
-  }
   struct fi_info *hints = ofi_hints(api, prov);
   if (!hints) {
     rc = hetccl_error(hetcclSystemError, "ofi: out of memory");
     goto fail;
   }
   int64_t wait_ms = ctx->timeout_ms > 0 && ctx->timeout_ms < OFI_DOMAIN_WAIT_MS ? ctx->timeout_ms : OFI_DOMAIN_WAIT_MS;
-  char topo_if[HETCCL_TOPO_NAME_BYTES];
-  rc = pick_domain(st, hints, prov, hetccl_nic_ifname(ctx, topo_if, sizeof topo_if), ctx->place, wait_ms);
+  rc = pick_domain(st, hints, prov, ifname, place, wait_ms);
   api->freeinfo(hints);
   if (rc != hetcclSuccess) goto fail;
   snprintf(st->prov, sizeof st->prov, "%s", st->info->fabric_attr->prov_name);
@@ -274,19 +265,42 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
   if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
   HETCCL_CHECK(open_endpoint(st));
   HETCCL_CHECK(hetccl_ofi_ctrl_pool_start(st));
+  size_t room = *name_len;
+  int grc = fi_getname(&st->ep->fid, name, name_len);
+  if (grc) {
+    rc = hetccl_error(hetcclSystemError, "ofi: the endpoint's name (%zu bytes) does not fit %zu: %s", *name_len,
+                      room, hetccl_ofi_strerror(st, grc));
+    goto fail;
+  }
+  *out = st;
+  return hetcclSuccess;
+fail:
+  hetccl_ofi_state_free(st);
+  return rc;
+}
+
+hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]) {
+  _Static_assert(sizeof(struct ofi_addr) == HETCCL_TRANSPORT_ADDR_BYTES, "ofi address fills the card's slot");
+  if (ctx->state[HETCCL_TRANSPORT_OFI])
+    return hetccl_error(hetcclInvalidUsage, "ofi: setup called twice for one communicator");
+  char why[512] = "";
+  const struct ofi_api *api = ofi_api_load(ctx->ofi_library, why, sizeof why);
+  if (!api) return hetccl_error(hetcclSystemError, "ofi: %s", why);
+  char prov[64];
+  if (!ofi_choose_provider(api, ctx->ofi_provider, prov, sizeof prov, why, sizeof why))
+    return hetccl_error(hetcclSystemError, "ofi: %s", why);
   struct ofi_addr a;
   memset(&a, 0, sizeof a);
   size_t len = sizeof a.name;
-  int grc = fi_getname(&st->ep->fid, a.name, &len);
-  if (grc) {
-    rc = hetccl_error(hetcclSystemError, "ofi: the endpoint's name (%zu bytes) does not fit %zu: %s", len,
-                      sizeof a.name, hetccl_ofi_strerror(st, grc));
-    goto fail;
-  }
+  char topo_if[HETCCL_TOPO_NAME_BYTES];
+  struct ofi_state *st = NULL;
+  HETCCL_TRY(hetccl_ofi_state_open(ctx, api, prov, hetccl_nic_ifname(ctx, topo_if, sizeof topo_if), ctx->place,
+                                   a.name, &len, &st));
   a.magic = OFI_ADDR_MAGIC;
   a.prov_hash = st->prov_hash;
   a.name_len = (uint16_t)len;
   memcpy(a.prov, st->prov, strnlen(st->prov, sizeof a.prov - 1)); /* cut to fit: messages only */
+  hetccl_ofi_second_open(ctx, st, prov, &a);
   memcpy(addr, &a, sizeof a);
   ctx->state[HETCCL_TRANSPORT_OFI] = st;
   HETCCL_INFO("ofi: rank %d uses provider %s (fabric %s, domain %s, mr_mode %#x, %s progress, %d writes of %zu bytes "
@@ -296,41 +310,17 @@ hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPO
               st->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto", st->max_inflight,
               st->piece_bytes);
   return hetcclSuccess;
-fail:
-  free_state(st);
-  return rc;
-}
-
-int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  if (!st) return -1;
-  pthread_mutex_lock(&st->lock);
-  *out = (struct ofi_cache_counts){.hits = st->cache.hits, .misses = st->cache.misses,
-                                   .released = st->cache.released, .live = st->cache.n};
-  pthread_mutex_unlock(&st->lock);
-  return 0;
-}
-
-int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out) {
-  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
-  if (!st) return -1;
-  pthread_mutex_lock(&st->lock);
-  int active = 0;
-  for (struct ofi_link *l = st->active; l; l = l->act_next) active++;
-  *out = (struct ofi_link_counts){.advances = st->advances, .open = (int)st->nopen, .active = active,
-                                  .table = (int)st->cap_ids, .early = st->early_kept,
-                                  .replayed = st->early_replayed};
-  pthread_mutex_unlock(&st->lock);
-  return 0;
 }
 
 void hetccl_ofi_teardown(hetccl_net_ctx *ctx) {
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   hetccl_mem_deregister_all(ctx, HETCCL_TRANSPORT_OFI);
   if (!st) return;
-  for (uint32_t id = 0; id < st->nids; id++)
-    if (st->by_id[id]) hetccl_ofi_close(&st->by_id[id]->base);
-  free_state(st);
+  for (struct ofi_state *s = st; s; s = s->second)
+    for (uint32_t id = 0; id < s->nids; id++)
+      if (s->by_id[id]) hetccl_ofi_close(&s->by_id[id]->base);
+  if (st->second) hetccl_ofi_state_free(st->second);
+  hetccl_ofi_state_free(st);
   ctx->state[HETCCL_TRANSPORT_OFI] = NULL;
 }
 
@@ -385,6 +375,13 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
                         "ofi: ranks %d and %d chose different libfabric providers (%s and %s), whose wire protocols "
                         "do not meet; set HETCCL_OFI_PROVIDER alike on every rank",
                         ctx->rank, peer, st->prov, a.prov);
+  return hetccl_ofi_connect_nics(ctx, st, peer, &a, out);
+}
+
+hetcclResult_t hetccl_ofi_connect_one(hetccl_net_ctx *ctx, struct ofi_state *st, int peer, const uint8_t *name,
+                                      size_t name_len, struct ofi_link **out) {
+  *out = NULL;
+  (void)name_len; /* the provider's address format fixes it (checked against the card's room by the caller) */
   hetcclResult_t rc = hetcclSuccess;
   pthread_mutex_lock(&st->lock);
   if (hetccl_ofi_link_by_peer(st, peer)) {
@@ -398,7 +395,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     if (st->max_write && st->piece_bytes > st->max_write) st->piece_bytes = st->max_write & ~(size_t)63;
   }
   fi_addr_t fa = FI_ADDR_UNSPEC;
-  int n = fi_av_insert(st->av, a.name, 1, &fa, 0, NULL);
+  int n = fi_av_insert(st->av, name, 1, &fa, 0, NULL);
   struct ofi_link *l = NULL;
   if (n != 1) {
     rc = hetccl_error(hetcclSystemError, "ofi: cannot add rank %d's address: %s", peer,
@@ -467,7 +464,7 @@ hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t p
     l->closed = 1;
     goto out;
   }
-  *out = &l->base;
+  *out = l;
   /* GPU memory reaches the NIC directly only as a registered dma-buf
    * (FI_HMEM, libfabric 1.20); the GPU executor hands links pinned host
    * staging, so GPU data is staged either way for now. */

@@ -36,6 +36,8 @@ struct ofi_settings {
   int32_t inflight;    /* HETCCL_OFI_INFLIGHT */
   int64_t piece_bytes; /* HETCCL_OFI_PIECE_BYTES */
   int32_t regcache;    /* HETCCL_OFI_REGCACHE */
+  int64_t stripe_min_bytes; /* HETCCL_OFI_STRIPE_MIN_BYTES */
+  int64_t stripe_piece;     /* HETCCL_OFI_STRIPE_PIECE_BYTES */
 };
 
 #define AT(member) HETCCL_SETTING_AT(struct ofi_settings, member)
@@ -54,6 +56,13 @@ static const struct hetccl_setting g_items[] = {
      .multiple = 64, .agreed = 1, AT(piece_bytes), .help = "bytes of one RMA write of an ofi link"},
     {.name = "HETCCL_OFI_REGCACHE", .kind = HETCCL_SETTING_INT, .dflt = "1", .min = 0, .max = 1, AT(regcache),
      .help = "1: keep registrations of user buffers for reuse (0: register per message)"},
+    /* Agreed, as socket's: both ends of a striped link must cut alike. */
+    {.name = "HETCCL_OFI_STRIPE_MIN_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "512K", .min = 0, .max = GIB,
+     .agreed = 1, AT(stripe_min_bytes),
+     .help = "ofi messages of this many bytes and more are striped over a rank's two NICs (0: one NIC)"},
+    {.name = "HETCCL_OFI_STRIPE_PIECE_BYTES", .kind = HETCCL_SETTING_BYTES, .dflt = "256K", .min = 4 * KIB,
+     .max = GIB, .agreed = 1, AT(stripe_piece),
+     .help = "piece of a striped ofi message per NIC (rounded down to a multiple of 64)"},
 };
 #undef AT
 
@@ -154,6 +163,10 @@ int hetccl_ofi_is_software(const char *prov) {
   (void)prov;
   return 0;
 }
+int hetccl_ofi_nics(const struct hetccl_net_ctx *ctx) {
+  (void)ctx;
+  return 1;
+}
 int hetccl_ofi_providers(struct ofi_provider_info *out, int max, char *why, size_t why_size) {
   (void)out, (void)max;
   snprintf(why, why_size, "built without libfabric's headers (libfabric-dev)");
@@ -196,13 +209,15 @@ static void ofi_configure(hetccl_net_ctx *ctx, const void *values) {
   ctx->ofi_inflight = v->inflight;
   ctx->ofi_piece_bytes = (size_t)v->piece_bytes;
   ctx->ofi_regcache = v->regcache;
+  ctx->ofi_stripe_min_bytes = (size_t)v->stripe_min_bytes;
+  ctx->ofi_stripe_piece_bytes = (size_t)v->stripe_piece & ~(size_t)63;
 }
 
-/* At most one: the connection a socket-based provider (tcp) keeps per
- * peer; hardware providers hold none, counted as one all the same. */
+/* At most one per NIC: the connection a socket-based provider (tcp) keeps
+ * per peer and endpoint (two where links stripe); hardware providers hold
+ * none, counted all the same. */
 static long ofi_link_fds(const hetccl_net_ctx *ctx) {
-  (void)ctx;
-  return 1;
+  return hetccl_ofi_nics(ctx);
 }
 
 const struct hetccl_transport_desc hetccl_transport_desc_ofi = {

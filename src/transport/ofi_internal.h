@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "topo/place.h"
 #include "transport/ofi_api.h"
 #include "transport/ofi_mr.h"
 #include "transport/ofi_regcache.h"
@@ -49,14 +50,19 @@ static inline uint64_t ofi_eager_tag(uint64_t msg, int rank) {
   return OFI_EAGER_TAG | ((msg & 0xffffffull) << 32) | (uint32_t)rank;
 }
 
-/* What setup() publishes (64 bytes). */
+/* What setup() publishes (64 bytes). A rank with an endpoint on a second
+ * NIC (ofi_stripe.c) packs its name right after the first's when both fit
+ * name[]: name2_len was padding, 0 in every older card, so a card of one
+ * name reads alike to both versions and a two-name card is one name to
+ * an older reader. */
 struct ofi_addr {
   uint32_t magic;
   uint32_t prov_hash;              /* of the whole provider name */
   uint16_t name_len;
-  uint8_t pad[2];
+  uint8_t name2_len;               /* the second NIC's endpoint name, at name + name_len; 0: none */
+  uint8_t pad;
   char prov[OFI_PROV_BYTES];       /* the provider's name, cut to fit (messages only) */
-  uint8_t name[OFI_NAME_BYTES];    /* fi_getname of the endpoint */
+  uint8_t name[OFI_NAME_BYTES];    /* fi_getname of the endpoint (and the second's) */
 };
 
 enum ofi_ctrl_type {
@@ -318,6 +324,14 @@ struct ofi_state {
   uint64_t advances;             /* link advances by progress, for tests (hetccl_ofi_link_counts) */
   struct ofi_link *dead;
   struct ofi_regcache cache;
+  /* The endpoint on the rank's second NIC (ofi_stripe.c), a state of its
+   * own (lock, queue, links, cache); NULL: one NIC. Only the first is
+   * ctx->state[HETCCL_TRANSPORT_OFI]. */
+  struct ofi_state *second;
+  /* The other NIC's state (either way), polled after each test(): a
+   * software provider moves a NIC's data only while its queue is polled,
+   * and a rank waiting on one NIC's link must not stall the other's. */
+  struct ofi_state *sibling;
 };
 
 /* ofi_state.c: a link's state in one line (link_state.h) */
@@ -366,6 +380,26 @@ hetcclResult_t hetccl_ofi_flush_ctrl(struct ofi_link *l, int *moved);
 void hetccl_ofi_send_due_mismatch(struct ofi_link *l);
 
 /* ofi_conn.c, ofi_reg.c */
+/* Opens a state (domain, queue, AV, endpoint, control pool) with provider
+ * `prov`, on interface `ifname` (socket-based providers) or the first of
+ * place's NICs with a domain (hardware); its endpoint's name into
+ * name[0..*name_len) (*name_len: the room on entry). */
+hetcclResult_t hetccl_ofi_state_open(hetccl_net_ctx *ctx, const struct ofi_api *api, const char *prov,
+                                     const char *ifname, const struct hetccl_topo_place *place, uint8_t *name,
+                                     size_t *name_len, struct ofi_state **out);
+/* Frees a state (its links' memory too); not its second. */
+void hetccl_ofi_state_free(struct ofi_state *st);
+/* One ofi link to `peer` over st's endpoint, to the peer endpoint `name`. */
+hetcclResult_t hetccl_ofi_connect_one(hetccl_net_ctx *ctx, struct ofi_state *st, int peer, const uint8_t *name,
+                                      size_t name_len, struct ofi_link **out);
+/* ofi_stripe.c: the second NIC */
+/* Setup: opens st->second where the rank has a second NIC (and striping is
+ * on) and packs its name into *a when it fits; else leaves one NIC. */
+void hetccl_ofi_second_open(hetccl_net_ctx *ctx, struct ofi_state *st, const char *prov, struct ofi_addr *a);
+/* Connect: one link over the first NICs, or, when both cards name two
+ * endpoints, a striped link (stripe.h) of one child per NIC pair. */
+hetcclResult_t hetccl_ofi_connect_nics(hetccl_net_ctx *ctx, struct ofi_state *st, int peer, const struct ofi_addr *a,
+                                       hetccl_link **out);
 hetcclResult_t hetccl_ofi_setup(hetccl_net_ctx *ctx, uint8_t addr[HETCCL_TRANSPORT_ADDR_BYTES]);
 hetcclResult_t hetccl_ofi_connect(hetccl_net_ctx *ctx, int peer, const uint8_t peer_addr[HETCCL_TRANSPORT_ADDR_BYTES],
                                   hetccl_link **out);

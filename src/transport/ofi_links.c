@@ -136,3 +136,27 @@ void hetccl_ofi_links_free(struct ofi_state *st) {
   st->nids = st->cap_ids = st->nfree = st->cap_free = st->peer_cap = st->nopen = 0;
   st->active = NULL;
 }
+
+/* Counts for tests (ofi.h): the first NIC's state only. */
+int hetccl_ofi_cache_counts(struct hetccl_net_ctx *ctx, struct ofi_cache_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  *out = (struct ofi_cache_counts){.hits = st->cache.hits, .misses = st->cache.misses,
+                                   .released = st->cache.released, .live = st->cache.n};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
+}
+
+int hetccl_ofi_link_counts(struct hetccl_net_ctx *ctx, struct ofi_link_counts *out) {
+  struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
+  if (!st) return -1;
+  pthread_mutex_lock(&st->lock);
+  int active = 0;
+  for (struct ofi_link *l = st->active; l; l = l->act_next) active++;
+  *out = (struct ofi_link_counts){.advances = st->advances, .open = (int)st->nopen, .active = active,
+                                  .table = (int)st->cap_ids, .early = st->early_kept,
+                                  .replayed = st->early_replayed};
+  pthread_mutex_unlock(&st->lock);
+  return 0;
+}

@@ -112,6 +112,8 @@ hetcclResult_t hetccl_ofi_reg_dmabuf(struct ofi_state *st, void *base, size_t by
 #endif
 }
 
+/* One registration per NIC's domain ([0] the first's, [1] the second's
+ * where setup opened one): a striped link's children write through either. */
 hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h) {
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   if (!st) return hetccl_error(hetcclInvalidUsage, "ofi: memory registration before setup");
@@ -122,17 +124,27 @@ hetcclResult_t hetccl_ofi_mem_register(hetccl_net_ctx *ctx, struct hetccl_mem_ha
                         "ofi: dma-buf registration needs FI_HMEM and libfabric 1.20 (headers at build, library at "
                         "run time); provider %s does not offer it here",
                         st->prov);
-  struct ofi_reg *r = calloc(1, sizeof *r);
+  struct ofi_reg *r = calloc(2, sizeof *r);
   if (!r) return hetccl_error(hetcclSystemError, "ofi: out of memory");
-  pthread_mutex_lock(&st->lock);
-  hetcclResult_t rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(st, h->base, h->bytes, h->dmabuf_fd, 0, r)
-                                        : hetccl_ofi_reg(st, h->base, h->bytes, r);
-  pthread_mutex_unlock(&st->lock);
+  hetcclResult_t rc = hetcclSuccess;
+  int k = 0;
+  for (struct ofi_state *s = st; s && k < 2 && rc == hetcclSuccess; s = s->second, k++) {
+    if (h->dmabuf_fd >= 0 && !(s->info->caps & FI_HMEM)) break; /* the second NIC's links stage instead */
+    pthread_mutex_lock(&s->lock);
+    rc = h->dmabuf_fd >= 0 ? hetccl_ofi_reg_dmabuf(s, h->base, h->bytes, h->dmabuf_fd, 0, &r[k])
+                           : hetccl_ofi_reg(s, h->base, h->bytes, &r[k]);
+    pthread_mutex_unlock(&s->lock);
+  }
   if (rc != hetcclSuccess) {
+    if (r[0].mr) {
+      pthread_mutex_lock(&st->lock);
+      hetccl_ofi_dereg(st, &r[0]);
+      pthread_mutex_unlock(&st->lock);
+    }
     free(r);
     return rc;
   }
-  h->key = r->keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
+  h->key = r[0].keys.key; /* FI_MR_RAW: 0; the raw key stays in h->priv's record */
   h->priv = r;
   return hetcclSuccess;
 }
@@ -141,9 +153,13 @@ void hetccl_ofi_mem_deregister(hetccl_net_ctx *ctx, struct hetccl_mem_handle *h)
   struct ofi_state *st = ctx->state[HETCCL_TRANSPORT_OFI];
   struct ofi_reg *r = h->priv;
   if (!r) return;
-  if (st) pthread_mutex_lock(&st->lock);
-  hetccl_ofi_dereg(st, r);
-  if (st) pthread_mutex_unlock(&st->lock);
+  for (int k = 0; k < 2; k++) {
+    struct ofi_state *s = k == 0 ? st : st ? st->second : NULL;
+    if (k == 1 && !r[1].mr) break;
+    if (s) pthread_mutex_lock(&s->lock);
+    hetccl_ofi_dereg(s, &r[k]);
+    if (s) pthread_mutex_unlock(&s->lock);
+  }
   free(r);
   h->priv = NULL;
 }

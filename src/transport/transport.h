@@ -90,6 +90,9 @@ typedef struct hetccl_net_ctx {
   int ofi_inflight;                         /* RMA writes in flight per link */
   size_t ofi_piece_bytes;                   /* bytes per RMA write */
   int ofi_regcache;                         /* 1: cache registrations of user buffers */
+  /* As socket_stripe_*: ofi links over the rank's two NICs (ofi_stripe.c). */
+  size_t ofi_stripe_min_bytes;
+  size_t ofi_stripe_piece_bytes;
   void *state[HETCCL_TRANSPORT_COUNT];      /* each transport's per-communicator state */
   struct hetccl_mem_handle *mem_regs;       /* live registrations (hetccl_mem_register), any transport */
   /* This rank's NIC(s) and NUMA node from the node's topology (src/topo;

@@ -15,12 +15,26 @@
 # must not stripe and must leave hstripe1 nearly idle: the counters do
 # tell the cases apart.
 #
-# Usage: test_stripe_veth.sh <build-dir>
+# With "ofi" as the second argument (test_stripe_veth_ofi.sh) the same runs
+# go over the ofi transport (HETCCL_TRANSPORT=ofi, provider tcp), whose
+# ranks open an endpoint on each NIC's domain (ofi_stripe.c), and
+# HETCCL_OFI_STRIPE_MIN_BYTES turns striping off.
+#
+# Usage: test_stripe_veth.sh <build-dir> [socket|ofi]
 # Skips (exit 0, "SKIP: ...") when not root, without hwloc, or when
 # namespaces cannot be made.
 set -u
 
-BUILD=${1:?usage: test_stripe_veth.sh <build-dir>}
+BUILD=${1:?usage: test_stripe_veth.sh <build-dir> [socket|ofi]}
+TRANSPORT=${2:-socket}
+case $TRANSPORT in
+socket) MINVAR=HETCCL_SOCKET_STRIPE_MIN_BYTES EXTRA=() ;;
+ofi) MINVAR=HETCCL_OFI_STRIPE_MIN_BYTES EXTRA=(HETCCL_OFI_PROVIDER=tcp) ;;
+*)
+  echo "FAIL: unknown transport $TRANSPORT (socket or ofi)"
+  exit 1
+  ;;
+esac
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BIN="$BUILD/bin/test_collectives"
 TOPO="$SRC/tests/topo/veth_stripe.xml"
@@ -29,6 +43,12 @@ COUNT=4194307 # float32: 16 MiB + 12 bytes, striped
 need_built "build the test_collectives target" "$BIN"
 netns_need
 need_hwloc "$BUILD"
+if [ "$TRANSPORT" = ofi ] && ! HETCCL_OFI_PROVIDER=tcp "$BUILD/bin/hetccl-info" 2>/dev/null | grep -qE "chosen +tcp"; then
+  echo "FAIL: the ofi transport (provider tcp) cannot run here:"
+  HETCCL_OFI_PROVIDER=tcp "$BUILD/bin/hetccl-info" 2>&1 | grep -E "ofi" | head -5
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 
 NS=("hetccl-stripe$$-a" "hetccl-stripe$$-b")
 netns_begin stripe-veth
@@ -52,7 +72,7 @@ fail() {
 }
 tx() { ip netns exec "${NS[$1]}" cat "/sys/class/net/$2/statistics/tx_bytes"; }
 
-# $1 name, $2 HETCCL_SOCKET_STRIPE_MIN_BYTES ("" for the default), $3
+# $1 name, $2 $MINVAR ("" for the default), $3
 # "striped" or "one", $4 HETCCL_NET_DEVICES of rank 1 ("": every NIC):
 # rank 0 in the first namespace, rank 1 in the second.
 run_pair() {
@@ -65,9 +85,9 @@ run_pair() {
     local devs=""
     [ $r = 1 ] && devs=$devs1
     ip netns exec "${NS[$r]}" env -u HETCCL_SOCKET_IFNAME -u HETCCL_NET_DEVICES HETCCL_TOPO=1 HETCCL_TOPO_FILE="$TOPO" \
-      ${min:+HETCCL_SOCKET_STRIPE_MIN_BYTES=$min} ${devs:+HETCCL_NET_DEVICES=$devs} HETCCL_DEBUG=INFO \
+      ${min:+$MINVAR=$min} ${devs:+HETCCL_NET_DEVICES=$devs} "${EXTRA[@]}" HETCCL_DEBUG=INFO \
       timeout -s KILL 300 "$BIN" --rank $r \
-      --nranks 2 --id-file "$dir/id" --transport socket --counts 1,65539,$COUNT --types float32 --ops sum \
+      --nranks 2 --id-file "$dir/id" --transport "$TRANSPORT" --counts 1,65539,$COUNT --types float32 --ops sum \
       --colls allreduce,allgather,broadcast,sendrecv --timeout 240 >"$dir/rank$r.out" 2>"$dir/rank$r.err" &
     PIDS+=($!)
   done
@@ -92,13 +112,13 @@ run_pair() {
       fail "$name: rank $r listened on hstripe1 with HETCCL_NET_DEVICES=$devs1"
       continue
     fi
-    if [ "$want" = striped ] && ! grep -q "over 2 NICs, .* striped" "$dir/rank$r.err"; then
+    if [ "$want" = striped ] && ! grep -q "$TRANSPORT: rank $r linked to rank $((1 - r)) over 2 NICs.* striped" "$dir/rank$r.err"; then
       fail "$name: rank $r did not stripe its link; its log:"
       grep -E "NIC|interface|linked" "$dir/rank$r.err" | head -6
       continue
     fi
     if [ "$want" = one ] && grep -q "over 2 NICs" "$dir/rank$r.err"; then
-      fail "$name: rank $r striped (HETCCL_SOCKET_STRIPE_MIN_BYTES=$min, rank 1's NICs ${devs1:-all})"
+      fail "$name: rank $r striped ($MINVAR=$min, rank 1's NICs ${devs1:-all})"
       continue
     fi
     PASSED=$((PASSED + 1))
