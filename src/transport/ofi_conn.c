@@ -416,9 +416,8 @@ hetcclResult_t hetccl_ofi_connect_one(hetccl_net_ctx *ctx, struct ofi_state *st,
    * (tcp;ofi_rxm) connects on a pair's first message, and one that both
    * ends start at once is resolved by tearing one down: libfabric 1.17's
    * rxm can tear down different ones on the two ends and lose what was
-   * injected over the survivor (ofiwg/libfabric#7396), which left 64 ranks
-   * waiting forever for advertisements. With one end first, each pair has
-   * one connection, started by the lower rank. */
+   * injected over the survivor (ofiwg/libfabric#7396). With one end
+   * first, each pair has one connection, started by the lower rank. */
   /* What the peer sent before this link existed (its hello, if it came first). */
   hetccl_ofi_ctrl_replay(st, l);
   struct ofi_ctrl_recv *hello = &l->ctrl_sends[0];
