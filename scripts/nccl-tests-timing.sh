@@ -8,6 +8,7 @@
 #   bash scripts/nccl-tests-timing.sh SRC [BUILD]
 # SRC: an nccl-tests source tree (built here when its binaries are missing);
 # BUILD: HetCCL's build folder with lib/libnccl.so.2 (default build-gpu).
+# TESTS: the binaries to run (default: all nine, e.g. "sendrecv scatter").
 # Output: one table per binary on stdout, and $OUT/nccl-tests-timing.txt.
 set -u
 src=${1:?usage: nccl-tests-timing.sh SRC [BUILD]}
@@ -24,7 +25,7 @@ raw=$out/nccl-tests-timing.raw
 if [ ! -x "$src/build/all_reduce_perf" ]; then
   make -C "$src" -j16 >"$out/nccl-tests-build.log" 2>&1 || { tail -n 20 "$out/nccl-tests-build.log"; exit 1; }
 fi
-tests="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter"
+tests=${TESTS:-"all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter"}
 for t in $tests; do
   bin="$src/build/${t}_perf"
   [ -x "$bin" ] || continue
