@@ -31,14 +31,12 @@ int hetccl_nic_ifnames(const hetccl_net_ctx *ctx, char bufs[][HETCCL_TOPO_NAME_B
 /* Whether interface `name` exists here, up, with an IPv4 or IPv6 address. */
 int hetccl_nic_ifname_usable(const char *name);
 
-#ifdef HETCCL_HAVE_OFI
-struct fi_info;
+struct fi_info; /* libfabric's: declared here so the header stands alone with or without it */
 /* The entry of `list` on the rank's NIC: the one whose PCI address
  * (fi_info->nic->bus_attr) is the rank's first NIC's, else its second's,
  * else whose domain is named as the NIC's OpenFabrics device (providers
  * that fill no nic); NULL if none (the caller keeps its default). `which`
  * gets the index of the rank's NIC matched. */
 struct fi_info *hetccl_ofi_nic_match(struct fi_info *list, const struct hetccl_topo_place *place, int *which);
-#endif
 
 #endif
