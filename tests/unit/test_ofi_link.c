@@ -28,6 +28,7 @@
 #include "util/time.h"
 #include "util/wait.h"
 #include "forked.h"
+#include "link_consume.h"
 
 #define WAIT_MS 30000
 
@@ -53,33 +54,7 @@ static void fill(uint8_t *p, size_t n, uint64_t seed, int src, int k) {
   }
 }
 
-/* What a consumed receive saw: bytes in order into `got`. */
-struct consumed {
-  uint8_t *got;
-  size_t next;   /* next offset expected */
-  int out_of_order;
-};
-
-static void consume(void *arg, size_t offset, const void *src, size_t bytes) {
-  struct consumed *c = arg;
-  if (offset != c->next) c->out_of_order++;
-  memcpy(c->got + offset, src, bytes);
-  c->next = offset + bytes;
-}
-
-/* Waits for req; 0, or the error. */
-static hetcclResult_t wait_req(struct env *e, uint64_t req) {
-  struct hetccl_backoff bo;
-  hetccl_backoff_reset(&bo);
-  uint64_t deadline = hetccl_deadline_ms(WAIT_MS);
-  for (int done = 0; !done;) {
-    hetcclResult_t rc = hetccl_link_test(e->link, req, &done);
-    if (rc != hetcclSuccess) return rc;
-    if (hetccl_expired(deadline)) return hetcclTimeout;
-    if (!done) hetccl_backoff_pause(&bo);
-  }
-  return hetcclSuccess;
-}
+static hetcclResult_t wait_req(struct env *e, uint64_t req) { return link_wait(e->link, req, WAIT_MS); }
 
 static void init_env(struct env *e, struct shared *sh, int rank, uint64_t tag, size_t piece, int inflight) {
   memset(e, 0, sizeof *e);

@@ -28,6 +28,7 @@
 #include "transport/transport_desc.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "link_consume.h"
 
 #define WAIT_MS 30000
 
@@ -85,19 +86,6 @@ static void *connect_thread(void *arg) {
 }
 
 static uint8_t pattern(int src, int k, size_t i) { return (uint8_t)(src * 131 + k * 31 + i * 7 + (i >> 9)); }
-
-struct consumed {
-  uint8_t *got;
-  size_t next;
-  int out_of_order;
-};
-
-static void consume(void *arg, size_t offset, const void *src, size_t bytes) {
-  struct consumed *c = arg;
-  if (offset != c->next) c->out_of_order++;
-  memcpy(c->got + offset, src, bytes);
-  c->next = offset + bytes;
-}
 
 /* Tests both requests in turn until both are done. */
 static hetcclResult_t wait_both(hetccl_link *a, uint64_t ra, hetccl_link *b, uint64_t rb) {
