@@ -70,6 +70,16 @@ fail() {
   echo "FAIL: $*"
   FAILED=$((FAILED + 1))
 }
+# $1 a rank's log, $2 yes or no: whether it must hold the pattern $3; else
+# fail with the message $5 and show the log's lines matching $4 (if any).
+log_has() {
+  local has=no
+  grep -q -- "$3" "$1" && has=yes
+  [ "$has" = "$2" ] && return 0
+  fail "$5"
+  [ -n "$4" ] && grep -E "$4" "$1" | head -6
+  return 1
+}
 tx() { ip netns exec "${NS[$1]}" cat "/sys/class/net/$2/statistics/tx_bytes"; }
 
 # $1 name, $2 $MINVAR ("" for the default), $3
@@ -101,25 +111,19 @@ run_pair() {
       tail -n 15 "$dir/rank$r.err"
       continue
     fi
-    local listens=yes
-    [ $r = 1 ] && [ -n "$devs1" ] && listens=no
-    if [ "$listens" = yes ] && ! grep -q "sockets also on interface hstripe1" "$dir/rank$r.err"; then
-      fail "$name: rank $r did not listen on hstripe1 too; its log:"
-      grep -E "NIC|interface" "$dir/rank$r.err" | head -6
-      continue
+    local err="$dir/rank$r.err"
+    if [ $r = 1 ] && [ -n "$devs1" ]; then
+      log_has "$err" no "sockets also on interface hstripe1" "" \
+        "$name: rank $r listened on hstripe1 with HETCCL_NET_DEVICES=$devs1" || continue
+    else
+      log_has "$err" yes "sockets also on interface hstripe1" "NIC|interface" \
+        "$name: rank $r did not listen on hstripe1 too; its log:" || continue
     fi
-    if [ "$listens" = no ] && grep -q "sockets also on interface hstripe1" "$dir/rank$r.err"; then
-      fail "$name: rank $r listened on hstripe1 with HETCCL_NET_DEVICES=$devs1"
-      continue
-    fi
-    if [ "$want" = striped ] && ! grep -q "$TRANSPORT: rank $r linked to rank $((1 - r)) over 2 NICs.* striped" "$dir/rank$r.err"; then
-      fail "$name: rank $r did not stripe its link; its log:"
-      grep -E "NIC|interface|linked" "$dir/rank$r.err" | head -6
-      continue
-    fi
-    if [ "$want" = one ] && grep -q "over 2 NICs" "$dir/rank$r.err"; then
-      fail "$name: rank $r striped ($MINVAR=$min, rank 1's NICs ${devs1:-all})"
-      continue
+    if [ "$want" = striped ]; then
+      log_has "$err" yes "$TRANSPORT: rank $r linked to rank $((1 - r)) over 2 NICs.* striped" "NIC|interface|linked" \
+        "$name: rank $r did not stripe its link; its log:" || continue
+    else
+      log_has "$err" no "over 2 NICs" "" "$name: rank $r striped ($MINVAR=$min, rank 1's NICs ${devs1:-all})" || continue
     fi
     PASSED=$((PASSED + 1))
   done
