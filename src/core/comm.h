@@ -129,6 +129,11 @@ struct hetccl_comm {
    * once set, they all end. */
   atomic_int async_error;
   uint32_t call_seq;                /* collectives issued so far: the sequence number of call signatures */
+  /* Whether this communicator's calls carry signatures at all: HetCCL's
+   * own messages do (several domains, or the built-in engine inside one);
+   * one domain of a vendor library sends none, so its calls skip signing.
+   * Set at the end of init, the same on every rank. */
+  int signs_calls;
   int finalized;
   atomic_int aborting;              /* hetcclCommAbort began: stop without waiting for device work */
   /* Counts the API calls inside the communicator now (hetccl_comm_enter):

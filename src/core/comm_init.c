@@ -124,6 +124,8 @@ hetcclResult_t hetccl_comm_init(struct hetccl_comm *c) {
       .device = c->device,
       .async_error = &c->async_error,
   };
+  const struct hetccl_ccl_desc *lib = hetccl_ccl_desc_get(c->ccl_id);
+  c->signs_calls = c->ndomains > 1 || !lib || lib->uses_links;
   HETCCL_CHECK(hetccl_plan_state_create(&c->topo, &c->topo.state));
   HETCCL_CHECK(hetccl_trace_comm_open(c));
   HETCCL_INFO("rank %d/%d ready: domain %d of %d (%d ranks, vendor %s)", c->rank, c->nranks, c->my_domain, c->ndomains,

@@ -74,15 +74,22 @@ static hetcclResult_t run_batch_owned(struct hetccl_comm *c, struct hetccl_op *o
   if (rc != hetcclSuccess)
     return hetccl_error(rc, "communicator %p (rank %d) failed earlier (%s); destroy or abort it", (void *)c, c->rank,
                         hetccl_result_str(rc));
-  int check_calls = c->infos[0].check_calls;
-  for (int i = 0; i < n; i++) sign_op(c, &ops[i], check_calls);
-  int *mismatch_flag = hetccl_callsig_mismatch_flag();
-  *mismatch_flag = 0;
+  /* Signatures travel only in HetCCL's own messages (core/comm.h: signs_calls). */
+  int *mismatch_flag = NULL;
+  if (c->signs_calls) {
+    int check_calls = c->infos[0].check_calls;
+    for (int i = 0; i < n; i++) sign_op(c, &ops[i], check_calls);
+    mismatch_flag = hetccl_callsig_mismatch_flag();
+    *mismatch_flag = 0;
+  }
   uint32_t traced = c->trace ? hetccl_trace_batch_begin(c, ops, n) : 0;
   rc = hetccl_plan_run(&c->topo, ops, n);
   if (traced) hetccl_trace_batch_end(c, ops, n, traced);
-  int mismatch = *mismatch_flag;
-  *mismatch_flag = 0;
+  int mismatch = 0;
+  if (mismatch_flag) {
+    mismatch = *mismatch_flag;
+    *mismatch_flag = 0;
+  }
   if (rc != hetcclSuccess && atomic_load(&c->aborting)) {
     char why[256];
     snprintf(why, sizeof why, "%s", hetccl_last_error()); /* the message is rewritten below */

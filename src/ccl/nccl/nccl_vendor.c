@@ -358,10 +358,35 @@ static hetcclResult_t issue(struct nccl_vcomm *vc, const struct hetccl_op *op) {
   }
 }
 
+/* The NCCL calls of `ops`, in one group when there are several (or one op
+ * NCCL spells as several calls); the group is closed also after a failed
+ * call inside it. */
+static hetcclResult_t issue_all(struct nccl_vcomm *vc, const struct hetccl_op *ops, int nops) {
+  hetcclResult_t rc = hetcclSuccess;
+  int grouped = nops > 1 || multi_call(vc, &ops[0]);
+  int traced = HETCCL_TRACE_ON(); /* one thread-local lookup, not two */
+  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'B', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
+  if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
+  for (int i = 0; i < nops && rc == hetcclSuccess; i++) rc = issue(vc, &ops[i]);
+  if (grouped) {
+    ncclResult_t r = vc->api->GroupEnd();
+    if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclGroupEnd");
+  }
+  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'E', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
+  return rc;
+}
+
+/* An op with no premul and no post-division: its NCCL call(s) and nothing
+ * else (no operator made, no scratch memory, no kernel of HetCCL's). */
+static int plain(const struct hetccl_op *op) { return !op->redop.premul && !op->redop.postdiv; }
+
 hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_op *ops, int nops) {
   struct nccl_vcomm *vc = (struct nccl_vcomm *)handle;
-  hetcclResult_t rc = hetcclSuccess;
   if (nops <= 0) return hetcclSuccess;
+  /* The common case, and the pass-through hot path: one test per op. */
+  int all_plain = 1;
+  for (int i = 0; i < nops; i++) all_plain &= plain(&ops[i]);
+  if (all_plain) return issue_all(vc, ops, nops);
   if (nops > vc->made_cap) {
     ncclRedOp_t *m = realloc(vc->made, (size_t)nops * sizeof *m);
     if (!m) return hetccl_error(hetcclSystemError, "out of memory for %s operators", vc->flavor->title);
@@ -370,22 +395,12 @@ hetcclResult_t hetccl_nccl_flavor_run(hetccl_vcomm *handle, const struct hetccl_
   }
   vc->nmade = 0;
   HETCCL_TRY(scratch_prepare(vc, ops, nops));
-  int grouped = nops > 1 || multi_call(vc, &ops[0]);
-  int traced = HETCCL_TRACE_ON(); /* one thread-local lookup, not two */
-  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'B', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
-  if (grouped) NCCL_TRY(vc, vc->api->GroupStart(), "ncclGroupStart");
-  for (int i = 0; i < nops && rc == hetcclSuccess; i++) rc = issue(vc, &ops[i]);
-  if (grouped) {
-    /* Always close the group, also after a failed call inside it. */
-    ncclResult_t r = vc->api->GroupEnd();
-    if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclGroupEnd");
-  }
+  hetcclResult_t rc = issue_all(vc, ops, nops);
   for (int i = 0; i < vc->nmade; i++) {
     ncclResult_t r = vc->api->RedOpDestroy(vc->made[i], vc->comm);
     if (r != NCCL_SUCCESS && rc == hetcclSuccess) rc = hetccl_nccl_error(vc->api, vc->comm, r, "ncclRedOpDestroy");
   }
   vc->nmade = 0;
-  if (traced) hetccl_trace_rec(HETCCL_TK_VENDOR, 'E', hetccl_coll_name(ops[0].coll), -1, ops[0].count * hetccl_type_size(ops[0].dtype), 0, 0);
   if (rc != hetcclSuccess) return rc;
   /* After NCCL's calls (a group enqueues them at its end). */
   if (vc->scratch_used) {
