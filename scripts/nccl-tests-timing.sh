@@ -9,6 +9,10 @@
 # SRC: an nccl-tests source tree (built here when its binaries are missing);
 # BUILD: HetCCL's build folder with lib/libnccl.so.2 (default build-gpu).
 # TESTS: the binaries to run (default: all nine, e.g. "sendrecv scatter").
+# PIN: none (default), one, two or a CPU list: every process of both sides
+# runs under `taskset -c` on that set (scripts/gpu-cpus.sh: one or two
+# cores of the GPU's NUMA-local CPUs), which takes out most of the drift
+# from one process to the next (scripts/nccl-tests-drift.sh measures it).
 # Output: one table per binary on stdout, and $OUT/nccl-tests-timing.txt.
 set -u
 src=${1:?usage: nccl-tests-timing.sh SRC [BUILD]}
@@ -17,6 +21,10 @@ face="$build/lib/libnccl.so.2"
 rounds=${ROUNDS:-3}
 iters=${ITERS:-200}
 [ -f "$face" ] || { echo "no $face"; exit 1; }
+# shellcheck source=scripts/gpu-cpus.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-cpus.sh"
+pin=$(gpu_pin_set "${PIN:-none}")
+echo "processes pinned to: ${pin:-nothing}"
 export NCCL_NVLS_ENABLE=0
 unset HETCCL_NCCL_LIBRARY
 out=${OUT:-/tmp}
@@ -34,7 +42,7 @@ for t in $tests; do
       pre=
       [ $side = face ] && pre=$face
       # nccl-tests rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong
-      env ${pre:+LD_PRELOAD=$pre} "$bin" -b 8 -e 65536 -f 2 -n "$iters" -w 20 -c 0 -g 1 2>&1 |
+      env ${pre:+LD_PRELOAD=$pre} ${pin:+taskset -c "$pin"} "$bin" -b 8 -e 65536 -f 2 -n "$iters" -w 20 -c 0 -g 1 2>&1 |
         awk -v t="$t" -v s="$side" -v r="$r" '$1 ~ /^[0-9]+$/ && NF >= 10 {print t, s, r, $1, $6, $10}' >>"$raw"
     done
   done

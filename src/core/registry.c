@@ -133,8 +133,13 @@ int hetccl_comm_retire(struct hetccl_comm *c) {
 
 void hetccl_comm_unregister(struct hetccl_comm *c) { (void)hetccl_comm_retire(c); }
 
+/* A snapshot, as any answer to this question is: the communicator may be
+ * retired right after. One this thread found live with no retire since
+ * still is (the argument at the top), without the lock. */
 int hetccl_comm_is_live(const struct hetccl_comm *c) {
   if (!c) return 0;
+  const struct seen *e = seen_of(c);
+  if (e->comm == c && atomic_load_explicit(&g_retires, memory_order_seq_cst) == e->retires) return 1;
   pthread_rwlock_rdlock(&g_lock);
   int live = find(c) != NULL;
   pthread_rwlock_unlock(&g_lock);
