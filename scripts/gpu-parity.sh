@@ -6,6 +6,7 @@
 #      round), 8 B-32 KiB, every collective and Send/Recv: time and host
 #      time per call, medians (the figure that counts: separate processes
 #      drift by a microsecond or more between runs on a shared machine);
+#      AB_LARGE=1 adds 1, 16 and 256 MiB (the bandwidth aim) to it;
 #   2. hetccl-perf against hetccl-perf --lib nccl, separate processes, REPS
 #      repetitions in turn, small sizes (8 B-64 KiB, ITERS iterations) and,
 #      in the first, 1 MiB-256 MiB for bandwidth (REPS=0 skips this part).

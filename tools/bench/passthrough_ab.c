@@ -17,6 +17,9 @@
  *     -Lbuild-gpu/lib -lhetccl -L/usr/local/cuda/lib64 -lcudart -ldl -Wl,-rpath,$PWD/build-gpu/lib -o ab
  *   HETCCL_NCCL_LIBRARY=/path/libnccl.so.2 ./ab [ITERS] [ROUNDS]
  * Prints: coll bytes hetccl_us nccl_us added_us host_hetccl_us host_nccl_us host_added_us.
+ * With AB_LARGE=1 in the environment, also 1 MiB, 16 MiB and 256 MiB (200,
+ * 50 and 10 calls per block): the bandwidth side of the comparison, in the
+ * same interleaving.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime.h>
@@ -150,7 +153,9 @@ int main(int argc, char **argv) {
   if (!get_id || !init || !nc.all_reduce || !nc.alltoall) return fprintf(stderr, "NCCL lacks an entry point\n"), 1;
   cudaSetDevice(0);
   cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
-  size_t maxbytes = (size_t)64 << 10;
+  const char *large_env = getenv("AB_LARGE");
+  int large = large_env && large_env[0] == '1';
+  size_t smallmax = (size_t)64 << 10, maxbytes = large ? (size_t)256 << 20 : smallmax;
   cudaMalloc(&g_send, maxbytes);
   cudaMalloc(&g_recv, maxbytes);
   cudaMemset(g_send, 0, maxbytes);
@@ -167,14 +172,16 @@ int main(int argc, char **argv) {
   printf("# passthrough_ab: %d rounds of %d calls each way, median per call (us)\n", rounds, iters);
   printf("# coll bytes hetccl_us nccl_us added_us host_hetccl_us host_nccl_us host_added_us\n");
   for (int coll = 0; coll < NCOLL; coll++)
-    for (size_t bytes = 8; bytes <= maxbytes; bytes *= 8) {
+    for (size_t bytes = 8; bytes <= maxbytes; bytes *= bytes < smallmax ? 8 : 16) {
+      if (bytes > smallmax && bytes < ((size_t)1 << 20)) bytes = (size_t)1 << 20; /* the large sizes: 1, 16, 256 MiB */
+      int n = bytes <= smallmax ? iters : bytes <= ((size_t)1 << 20) ? 200 : bytes <= ((size_t)16 << 20) ? 50 : 10;
       size_t count = bytes / 4;
-      for (int l = 0; l < 2; l++) block(l, coll, count, iters / 10 + 1, 0); /* warm-up */
+      for (int l = 0; l < 2; l++) block(l, coll, count, n / 10 + 1, 0); /* warm-up */
       for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 2; k++) {
           int l = (r + k) % 2; /* who goes first alternates */
-          t[l][r] = block(l, coll, count, iters, 0);
-          hs[l][r] = block(l, coll, count, iters / 4 + 1, 1);
+          t[l][r] = block(l, coll, count, n, 0);
+          hs[l][r] = block(l, coll, count, n / 4 + 1, 1);
         }
       double a = median(t[0], rounds), b = median(t[1], rounds), ha = median(hs[0], rounds), hb = median(hs[1], rounds);
       printf("%s %zu %.2f %.2f %+.2f %.2f %.2f %+.2f\n", names[coll], bytes, a, b, a - b, ha, hb, ha - hb);
