@@ -13,6 +13,7 @@
 #define HETCCL_ABI_NCCL_FACE_H
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "hetccl.h"
@@ -39,6 +40,23 @@
 /* The entry point `name` of the NCCL library `handle` (NULL when it lacks it). */
 static inline void *face_nccl_symbol(void *handle, const char *name) { return dlsym(handle, name); }
 
+/* One entry point's forwardings: per library that called it, the library
+ * and its function. Entries are appended, written before the count that
+ * publishes them, and never changed. */
+#define FACE_FORWARD_SLOTS 4
+struct face_forward {
+  atomic_int n;
+  struct {
+    void *handle, *fn;
+  } slot[FACE_FORWARD_SLOTS];
+};
+/* face_nccl_symbol(handle, name), looked up once per entry point and
+ * library: the real NCCL calls some of its own exported functions through
+ * the dynamic linker (ncclBcast calls ncclBroadcast; a non-blocking
+ * communicator's every call asks ncclCommGetAsyncError), and a dlsym on
+ * each of those calls cost more than the call. */
+void *face_forward_symbol(struct face_forward *cache, void *handle, const char *name);
+
 /* Records that the calling NCCL lacks `name`; returns ncclInternalError. */
 ncclResult_t face_missing(const char *name);
 
@@ -51,7 +69,8 @@ ncclResult_t face_missing(const char *name);
   do {                                                                                   \
     void *face_nccl_ = hetcclInternalNcclReal(__builtin_return_address(0));              \
     if (__builtin_expect(face_nccl_ != NULL, 0)) {                                       \
-      __typeof__(&p##name) face_fn_ = (__typeof__(&p##name))face_nccl_symbol(face_nccl_, #name); \
+      static struct face_forward face_fwd_;                                              \
+      __typeof__(&p##name) face_fn_ = (__typeof__(&p##name))face_forward_symbol(&face_fwd_, face_nccl_, #name); \
       if (!face_fn_) return (fail);                                                      \
       return face_fn_(__VA_ARGS__);                                                      \
     }                                                                                    \

@@ -5,6 +5,7 @@
  * communicator of one NCCL domain IS one NCCL communicator, so NCCL's own
  * answer is the right one; HetCCL never guesses at it.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,4 +44,26 @@ ncclResult_t face_passthru(const char *fn, ncclComm_t comm, const char *what, co
 
 void *face_lib_symbol(const char *fn, char *desc, size_t desc_size) {
   return hetcclInternalVendorSymbol(HETCCL_FACE_IS_RCCL, fn, desc, desc_size);
+}
+
+/* Appended under a lock, read without one; a fifth library calling the
+ * same entry point (none is known) is looked up on each call. */
+static pthread_mutex_t g_forward_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *face_forward_symbol(struct face_forward *cache, void *handle, const char *name) {
+  int n = atomic_load_explicit(&cache->n, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (cache->slot[i].handle == handle) return cache->slot[i].fn;
+  void *fn = face_nccl_symbol(handle, name);
+  pthread_mutex_lock(&g_forward_lock);
+  n = atomic_load_explicit(&cache->n, memory_order_relaxed);
+  int known = 0;
+  for (int i = 0; i < n && !known; i++) known = cache->slot[i].handle == handle;
+  if (!known && n < FACE_FORWARD_SLOTS) {
+    cache->slot[n].handle = handle;
+    cache->slot[n].fn = fn;
+    atomic_store_explicit(&cache->n, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_forward_lock);
+  return fn;
 }
