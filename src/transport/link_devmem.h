@@ -2,7 +2,7 @@
  * The extension "link.device_memory": a link that moves device memory
  * itself, with no copy through host memory (ofi with FI_HMEM: the NIC reads
  * and writes GPU memory registered through dma-buf). The GPU executor
- * (exec/exec_device.c) asks each link of a staged transfer for it by name
+ * (exec/dexec_engine.c) asks each link of a staged transfer for it by name
  * (hetccl_link_extension); links without it get GPU data staged through
  * pinned host memory, as before.
  *

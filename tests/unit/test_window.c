@@ -1,6 +1,6 @@
 /*
  * Device windows (src/exec/window.c) and the GPU executor's window path
- * (src/exec/exec_device.c) over real shm links inside one process. CI has no
+ * (src/exec/exec_device.c, dexec_window.c) over real shm links inside one process. CI has no
  * GPU, so every rank runs on fake_stream_device.h: streams are threads that
  * run their work in order, with random delays and copies in pieces, and
  * stream waits spin on the real 32-bit counters in the shm segment. Nothing
