@@ -91,6 +91,8 @@ void hetccl_dexec_buf_free(struct hetccl_dexec *d, struct dbuf *b);
 void hetccl_dexec_reap(struct hetccl_dexec *d);
 hetcclResult_t hetccl_dexec_follow_last(struct hetccl_dexec *d, hetcclStream_t stream);
 hetcclResult_t hetccl_dexec_ensure(struct hetccl_dexec *d, struct dbuf *b, size_t bytes, int pinned, hetcclStream_t stream);
+/* Frees all staging and scratch once no stream work uses it (destroy, suspend). */
+void hetccl_dexec_free_staging(struct hetccl_dexec *d);
 
 /* dexec_window.c */
 void hetccl_dexec_release_windows(struct hetccl_dexec *d);

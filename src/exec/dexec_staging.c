@@ -90,3 +90,14 @@ hetcclResult_t hetccl_dexec_scratch(struct hetccl_dexec *d, int slot, size_t byt
   *ptr = d->scratch[slot].dev;
   return hetcclSuccess;
 }
+
+/* Every staging and scratch buffer and the retired ones that are done;
+ * the caller knows no stream work uses them any more. */
+void hetccl_dexec_free_staging(struct hetccl_dexec *d) {
+  for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) hetccl_dexec_buf_free(d, &d->scratch[s]);
+  hetccl_dexec_buf_free(d, &d->send);
+  hetccl_dexec_buf_free(d, &d->recv);
+  hetccl_dexec_buf_free(d, &d->dsend);
+  hetccl_dexec_buf_free(d, &d->drecv);
+  hetccl_dexec_reap(d);
+}

@@ -136,12 +136,7 @@ void hetccl_dexec_destroy(struct hetccl_dexec *d, int abort) {
    * abort (or a timeout here) the device may still touch it, so it stays,
    * and so do the window mappings. */
   if (!abort && settle(d)) {
-    for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) hetccl_dexec_buf_free(d, &d->scratch[s]);
-    hetccl_dexec_buf_free(d, &d->send);
-    hetccl_dexec_buf_free(d, &d->recv);
-    hetccl_dexec_buf_free(d, &d->dsend);
-    hetccl_dexec_buf_free(d, &d->drecv);
-    hetccl_dexec_reap(d);
+    hetccl_dexec_free_staging(d);
     for (int r = 0; r < d->nwin; r++) hetccl_dwin_close(d->win[r]);
     if (d->wx_prog) d->dev->mem_free(d->device, d->wx_prog);
     if (d->wx_abort_host) d->dev->host_free(d->wx_abort_host);
@@ -189,11 +184,6 @@ hetcclResult_t hetccl_dexec_release(struct hetccl_dexec *d) {
   if (!settle(d))
     return hetccl_error(hetcclTimeout, "suspend: the last cross-domain work on this rank's stream did not finish within "
                                        "%lld ms; nothing was released", (long long)d->timeout_ms);
-  for (int s = 0; s < HETCCL_EXEC_SCRATCH_SLOTS; s++) hetccl_dexec_buf_free(d, &d->scratch[s]);
-  hetccl_dexec_buf_free(d, &d->send);
-  hetccl_dexec_buf_free(d, &d->recv);
-  hetccl_dexec_buf_free(d, &d->dsend);
-  hetccl_dexec_buf_free(d, &d->drecv);
-  hetccl_dexec_reap(d);
+  hetccl_dexec_free_staging(d);
   return hetcclSuccess;
 }
