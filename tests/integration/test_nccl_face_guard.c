@@ -20,6 +20,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,37 @@ void hetcclInternalNcclRealEnter(const void *real_symbol);
 void hetcclInternalNcclRealLeave(void);
 
 typedef int (*self_calls_fn)(char *why, size_t len);
+
+/* The lookups of ncclCommGetAsyncError made through dlsym, counted: the
+ * face looks up an entry point it forwards once per library
+ * (face_forward_symbol, src/abi/nccl_face.h), not on every call (NCCL
+ * makes this call on every operation). The face's dlsym reaches this
+ * definition (the program comes first in the global scope); every call
+ * goes on to the C library's. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GUARD_NO_DLSYM_COUNT 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GUARD_NO_DLSYM_COUNT 1
+#endif
+static atomic_int g_async_lookups;
+#ifndef GUARD_NO_DLSYM_COUNT
+/* Not under AddressSanitizer or ThreadSanitizer: their runtimes find the
+ * functions they wrap with dlsym(RTLD_NEXT, ...), which names the object
+ * after the caller, and a dlsym of the program's own would become that
+ * caller. The plain build runs the count. */
+void *dlsym(void *restrict handle, const char *restrict name) {
+  static void *(*real)(void *, const char *);
+  if (!real) {
+    real = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!real) real = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  }
+  if (!strcmp(name, "ncclCommGetAsyncError")) atomic_fetch_add(&g_async_lookups, 1);
+  return real ? real(handle, name) : NULL;
+}
+#endif
 
 static int program_version(void) {
   int v = -1;
@@ -98,6 +130,15 @@ int main(void) {
   /* Twice: the second time from the face's cache of callers. */
   rc = self_calls(why, sizeof why);
   ht_check(rc == 0, "vendor's own calls, second time (cached verdict): %s", why);
+  /* And the function each forwarded call reaches is looked up once. */
+  for (int i = 0; i < 20; i++) (void)self_calls(why, sizeof why);
+#ifdef GUARD_NO_DLSYM_COUNT
+  printf("lookups of forwarded calls not counted under a sanitizer\n");
+#else
+  ht_check(atomic_load(&g_async_lookups) == 1,
+           "22 forwarded calls of ncclCommGetAsyncError made %d dlsym lookups of it (want 1: one per library)",
+           atomic_load(&g_async_lookups));
+#endif
 
   /* Another thread: the caller-address signal works on any thread (NCCL's own threads). */
   struct thread_arg ta;
