@@ -11,7 +11,11 @@
  * RECORDING_NCCL_QUIET set nothing is recorded: every call is a no-op, so
  * hetccl-perf over it (-G cuda over the stand-in CUDA driver) times
  * HetCCL's own host cost per call against --lib nccl (BENCHMARKS.md). Written without
- * nccl.h, as a vendor library has its own.
+ * nccl.h, as a vendor library has its own. As NCCL 2.28 does (its
+ * ncclCommEnsureReady), every collective and point-to-point call first
+ * calls the library's own exported ncclCommGetAsyncError through the
+ * dynamic linker: with HetCCL's face in the global scope that call comes
+ * back through the face, which must hand it on cheaply.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,36 +89,51 @@ EXPORT int ncclCommGetAsyncError(void *comm, int *error) {
   *error = 0;
   return 0;
 }
+/* NCCL's check that the communicator is ready (not recorded). */
+static void ensure_ready(void *comm) {
+  int error = 0;
+  (void)ncclCommGetAsyncError(comm, &error);
+}
 EXPORT int ncclGroupStart(void) { return record("GroupStart"); }
 EXPORT int ncclGroupEnd(void) { return record("GroupEnd"); }
 EXPORT int ncclAllReduce(const void *s, void *r, size_t n, int t, int op, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("AllReduce %p %p %zu type=%d op=%d comm=%p stream=%p", s, r, n, t, op, comm, stream);
 }
 EXPORT int ncclBroadcast(const void *s, void *r, size_t n, int t, int root, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Broadcast %p %p %zu type=%d root=%d comm=%p stream=%p", s, r, n, t, root, comm, stream);
 }
 EXPORT int ncclReduce(const void *s, void *r, size_t n, int t, int op, int root, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Reduce %p %p %zu type=%d op=%d root=%d comm=%p stream=%p", s, r, n, t, op, root, comm, stream);
 }
 EXPORT int ncclAllGather(const void *s, void *r, size_t n, int t, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("AllGather %p %p %zu type=%d comm=%p stream=%p", s, r, n, t, comm, stream);
 }
 EXPORT int ncclReduceScatter(const void *s, void *r, size_t n, int t, int op, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("ReduceScatter %p %p %zu type=%d op=%d comm=%p stream=%p", s, r, n, t, op, comm, stream);
 }
 EXPORT int ncclSend(const void *s, size_t n, int t, int peer, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Send %p %zu type=%d peer=%d comm=%p stream=%p", s, n, t, peer, comm, stream);
 }
 EXPORT int ncclRecv(void *r, size_t n, int t, int peer, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Recv %p %zu type=%d peer=%d comm=%p stream=%p", r, n, t, peer, comm, stream);
 }
 EXPORT int ncclAlltoAll(const void *s, void *r, size_t n, int t, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("AlltoAll %p %p %zu type=%d comm=%p stream=%p", s, r, n, t, comm, stream);
 }
 EXPORT int ncclGather(const void *s, void *r, size_t n, int t, int root, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Gather %p %p %zu type=%d root=%d comm=%p stream=%p", s, r, n, t, root, comm, stream);
 }
 EXPORT int ncclScatter(const void *s, void *r, size_t n, int t, int root, void *comm, void *stream) {
+  ensure_ready(comm);
   return record("Scatter %p %p %zu type=%d root=%d comm=%p stream=%p", s, r, n, t, root, comm, stream);
 }
 /* Operators are numbered from 5 up, as NCCL's run-time ones. */
