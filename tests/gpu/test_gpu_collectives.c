@@ -199,6 +199,16 @@ static int upload(struct mcase *c) {
  * work is done on return), then everything back. */
 static int complete(struct mcase *c, hetcclStream_t stream) {
   if (D->stream_synchronize && !note_rc(c, "stream synchronize", D->stream_synchronize(stream))) return 0;
+  /* A communicator that failed while its stream ran (a peer gone) releases
+   * the stream's waits and says so here; its buffers are then not a
+   * result. Wrong data with no error would be a silent failure. */
+  hetcclResult_t ae = hetcclSuccess;
+  if (c->comm && hetcclCommGetAsyncError(c->comm, &ae) == hetcclSuccess && ae != hetcclSuccess &&
+      ae != hetcclInProgress) {
+    ht_note(&c->problem, "the communicator failed while the stream ran (%s): %s", hetcclGetErrorString(ae),
+            hetcclGetLastError(c->comm));
+    return 0;
+  }
   for (int i = 0; i < NSLOTS; i++) {
     struct dbuf *b = &c->b[i];
     if (b->host && !note_rc(c, "copy from the device", D->copy(b->host, b->dev, b->bytes + 2 * GUARD))) return 0;
