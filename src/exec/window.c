@@ -1,3 +1,6 @@
+/* Device windows and their lanes (exec/window.h): opening, mapping and
+ * growing them, and the memop path's sends and receives; the window
+ * kernel's descriptor is window_kernel.c's. */
 #include "exec/window.h"
 
 #include <stdatomic.h>
@@ -5,12 +8,9 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/window_lane.h"
 #include "util/error.h"
 #include "util/params.h"
-
-#define WIN_UNIT HETCCL_DWIN_UNIT /* counters count these; every chunk starts on one */
-
-static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 static void lane_init(struct hetccl_dlane *l, uint8_t *data, size_t W, _Atomic uint32_t *produced,
                       _Atomic uint32_t *consumed, _Atomic uint32_t *produced_resets,
@@ -53,7 +53,7 @@ hetcclResult_t hetccl_dwin_open(const struct hetccl_device_ops *dev, int device,
  * both directions) for the device. This happens before this rank enqueues
  * anything on the window, so even if the driver synchronized the device
  * here, no work of this window could be waiting for the peer. */
-static hetcclResult_t map(struct hetccl_dwin *win) {
+hetcclResult_t hetccl_dwin_map(struct hetccl_dwin *win) {
   if (win->tx[0].dev_reg) return hetcclSuccess;
   void *d = NULL;
   hetcclResult_t rc = win->dev->host_register(win->device, win->w.base, win->w.bytes, &d);
@@ -162,47 +162,10 @@ uint64_t hetccl_dwin_place(const struct hetccl_dlane *l, uint64_t end, size_t n)
   return v;
 }
 
-static void *dev_addr(const struct hetccl_dlane *l, const void *host) {
-  return l->dev_reg + ((const char *)host - (const char *)l->reg);
-}
-
-static uint32_t units(uint64_t virt) { return (uint32_t)(virt / WIN_UNIT); }
-
-/* The peer's restart word that goes with a counter of the lane: each side
- * writes its counter and its restart word (produced and produced_resets by
- * the sender, consumed and consumed_resets by the receiver). */
-static _Atomic uint32_t *resets_of(const struct hetccl_dlane *l, _Atomic uint32_t *counter) {
-  return counter == l->produced ? l->produced_resets : l->consumed_resets;
-}
-
-/* Whether a wait for the peer's `counter` >= value, enqueued in the lane's
- * epoch k (restarts so far), has passed or would pass now: the peer's
- * restart word is past k (a side restarts only once every wait of the
- * epoch before has passed: the sender after the receiver consumed all of
- * it, the receiver after the sender's restart), or at k with the counter
- * there. The restart word is read before and after the counter, so a
- * counter read while the peer restarts is never taken for the epoch's, and
- * an old epoch's value never passes for a new one. Released words (2^31)
- * pass everything, as they pass the device's waits. */
-static int passed(const struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t k, uint32_t value) {
-  _Atomic uint32_t *resets = resets_of(l, counter);
-  uint32_t r0 = atomic_load_explicit(resets, memory_order_acquire);
-  uint32_t c = atomic_load_explicit(counter, memory_order_acquire);
-  uint32_t r1 = atomic_load_explicit(resets, memory_order_acquire);
-  if (r1 > k) return 1;
-  return r0 == k && r1 == k && (int32_t)(c - value) >= 0;
-}
-
 /* The counter has reached `value` in the lane's present epoch already (a
  * wait for it would pass): the wait can be left out. */
 static int reached(const struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value) {
   return passed(l, counter, l->resets, value);
-}
-
-/* What the watch reads on another thread: the last counter wait enqueued
- * (its epoch and value) and the last restart word waited for. */
-static void need_counter(struct hetccl_dlane *l, uint32_t k, uint32_t value) {
-  atomic_store_explicit(&l->need, (uint64_t)k << 32 | value, memory_order_release);
 }
 
 /* Each chunk's counter write goes out with the next chunk's wait in one
@@ -280,11 +243,6 @@ static void restart_rx(struct hetccl_dlane *l, struct hetccl_memop32 *ops, int *
   l->end = 0;
 }
 
-/* Whether a chunk of `n` bytes placed after the lane's end passes the epoch. */
-static int past_epoch(const struct hetccl_dwin *win, const struct hetccl_dlane *l, size_t n) {
-  return l->end > 0 && hetccl_dwin_place(l, l->end, n) + round_up(n, WIN_UNIT) > win->epoch;
-}
-
 hetcclResult_t hetccl_dwin_send_room(struct hetccl_dwin *win, size_t bytes, int *ready) {
   struct hetccl_dlane *l;
   *ready = 1;
@@ -309,7 +267,7 @@ hetcclResult_t hetccl_dwin_send(struct hetccl_dwin *win, const void *src, size_t
   int nops = 0;
   struct hetccl_dlane *l;
   if (bytes == 0) return hetcclSuccess;
-  HETCCL_TRY(map(win));
+  HETCCL_TRY(hetccl_dwin_map(win));
   HETCCL_TRY(hetccl_dwin_lane_for(win, 1, bytes, &l));
   size_t chunk = hetccl_dwin_chunk(l->W, l != &win->tx[0], bytes);
   for (size_t off = 0; off < bytes; off += chunk) {
@@ -362,7 +320,7 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
   struct hetccl_dlane *l;
   char *land;
   if (bytes == 0) return hetcclSuccess;
-  HETCCL_TRY(map(win));
+  HETCCL_TRY(hetccl_dwin_map(win));
   HETCCL_TRY(hetccl_dwin_lane_for(win, 0, bytes, &l));
   HETCCL_TRY(landing(win, l, dst, a, bytes, &land));
   size_t chunk = hetccl_dwin_chunk(l->W, l != &win->rx[0], bytes), esz = a ? hetccl_type_size(dt) : 1;
@@ -390,134 +348,6 @@ hetcclResult_t hetccl_dwin_recv(struct hetccl_dwin *win, void *dst, const void *
   }
   HETCCL_TRY(hetccl_memops32(dev, stream, ops, nops));
   if (a && land && !bounce) HETCCL_TRY(dev->reduce(dst, a, dst, bytes / esz, dt, op, 0, stream));
-  return hetcclSuccess;
-}
-
-/* ---- the kernel path (window.h) ---- */
-
-hetcclResult_t hetccl_dwin_kernel_steps(struct hetccl_dwin *win, int tx, size_t bytes, int *steps) {
-  struct hetccl_dlane *l;
-  *steps = 0;
-  if (bytes == 0) return hetcclSuccess;
-  HETCCL_TRY(hetccl_dwin_lane_for(win, tx, bytes, &l));
-  size_t chunk = hetccl_dwin_chunk(l->W, l != (tx ? &win->tx[0] : &win->rx[0]), bytes);
-  if (chunk > UINT32_MAX) {
-    *steps = INT32_MAX;
-    return hetcclSuccess;
-  }
-  uint64_t end = l->end;
-  int k = 0;
-  for (size_t off = 0; off < bytes; off += chunk) {
-    size_t n = hetccl_chunk_len(bytes, off, chunk);
-    if (end > 0 && hetccl_dwin_place(l, end, n) + round_up(n, WIN_UNIT) > win->epoch) { /* past_epoch */
-      k += tx ? 2 : 1;
-      end = 0;
-    }
-    end = hetccl_dwin_place(l, end, n) + round_up(n, WIN_UNIT);
-    k++;
-  }
-  *steps = k;
-  return hetcclSuccess;
-}
-
-/* A step's wait for the track's wait counter, as add_wait (left out when
- * the host sees the counter there already; `need` for the watch), or for
- * its restart word, as add_wait_reset (always). */
-static void kstep_wait_in(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t k, uint32_t value,
-                          struct hetccl_wx_step *s) {
-  if (passed(l, counter, k, value)) return;
-  s->flags |= HETCCL_WX_WAIT_GEQ;
-  s->wait = value;
-  need_counter(l, k, value);
-}
-static void kstep_wait(struct hetccl_dlane *l, _Atomic uint32_t *counter, uint32_t value, struct hetccl_wx_step *s) {
-  kstep_wait_in(l, counter, l->resets, value, s);
-}
-static void kstep_wait_reset(struct hetccl_dlane *l, uint32_t value, struct hetccl_wx_step *s) {
-  atomic_store_explicit(&l->need_reset, value, memory_order_release);
-  s->flags |= HETCCL_WX_WAIT_RST;
-  s->wait = value;
-}
-
-/* The track's next step, cleared; NULL when the descriptor is full (the
- * caller was to check with kernel_steps). */
-static struct hetccl_wx_step *kstep_new(struct hetccl_wx_desc *desc, struct hetccl_wx_track *t) {
-  if (t->first + t->nsteps >= HETCCL_WX_STEPS) return NULL;
-  struct hetccl_wx_step *s = &desc->s[t->first + t->nsteps++];
-  memset(s, 0, sizeof *s);
-  return s;
-}
-#define KSTEP(var, desc, t)                                                                                   \
-  struct hetccl_wx_step *var = kstep_new(desc, t);                                                            \
-  if (!var) return hetccl_error(hetcclInternalError, "window kernel: more than %d steps", HETCCL_WX_STEPS)
-
-hetcclResult_t hetccl_dwin_kernel_add(struct hetccl_dwin *win, int tx, void *buf, const void *a, size_t bytes,
-                                      int combine, unsigned blocks, int extend, struct hetccl_wx_desc *desc) {
-  struct hetccl_dlane *l;
-  if (bytes == 0) return hetcclSuccess;
-  if (extend ? desc->ntracks == 0 : desc->ntracks >= HETCCL_WX_TRACKS)
-    return hetccl_error(hetcclInternalError, "window kernel: %s", extend ? "no track to extend" : "too many lanes");
-  HETCCL_TRY(map(win));
-  HETCCL_TRY(hetccl_dwin_lane_for(win, tx, bytes, &l));
-  size_t chunk = hetccl_dwin_chunk(l->W, l != (tx ? &win->tx[0] : &win->rx[0]), bytes);
-  uint64_t ring = (uint64_t)(uintptr_t)dev_addr(l, l->data);
-  struct hetccl_wx_track *t;
-  if (extend) {
-    t = &desc->t[desc->ntracks - 1];
-    if (t->ring != ring || t->send != (uint32_t)tx)
-      return hetccl_error(hetcclInternalError, "window kernel: a transfer extends another lane's track");
-    if (blocks > t->blocks) t->blocks = blocks;
-  } else {
-    t = &desc->t[desc->ntracks++];
-    uint32_t first = 0;
-    for (uint32_t i = 0; i + 1 < desc->ntracks; i++) first += desc->t[i].nsteps;
-    *t = (struct hetccl_wx_track){
-        .ring = ring,
-        .wait_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->consumed : l->produced),
-        .write_ctr = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->produced : l->consumed),
-        .wait_rst = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->consumed_resets : l->produced_resets),
-        .write_rst = (uint64_t)(uintptr_t)dev_addr(l, tx ? l->produced_resets : l->consumed_resets),
-        .first = first,
-        .block0 = desc->nblocks,
-        .blocks = blocks,
-        .send = (uint32_t)tx,
-    };
-  }
-  desc->nblocks = t->block0 + t->blocks; /* the last track's blocks are the launch's last */
-  for (size_t off = 0; off < bytes; off += chunk) {
-    size_t n = hetccl_chunk_len(bytes, off, chunk);
-    if (past_epoch(win, l, n)) {
-      /* restart_tx / restart_rx, as steps: the counter to 0, then the
-       * restart word to k, behind a fence each */
-      uint32_t k = ++l->resets;
-      KSTEP(s, desc, t);
-      if (tx) {
-        kstep_wait_in(l, l->consumed, k - 1, units(l->end), s); /* the old epoch's last room */
-        KSTEP(answer, desc, t);
-        kstep_wait_reset(l, k, answer);
-      } else {
-        kstep_wait_reset(l, k, s);
-      }
-      s->flags |= HETCCL_WX_WRITE | HETCCL_WX_WRITE_RST;
-      s->write = 0;
-      s->n = k;
-      l->end = 0;
-    }
-    uint64_t v = hetccl_dwin_place(l, l->end, n), end = v + round_up(n, WIN_UNIT);
-    KSTEP(s, desc, t);
-    if (tx) {
-      if (end > l->W) kstep_wait(l, l->consumed, units(end - l->W), s);
-    } else {
-      kstep_wait(l, l->produced, units(end), s);
-    }
-    s->flags |= HETCCL_WX_MOVE | HETCCL_WX_WRITE | (uint32_t)combine << HETCCL_WX_COMBINE_SHIFT;
-    s->buf = (uint64_t)(uintptr_t)((char *)buf + off);
-    s->a = a ? (uint64_t)(uintptr_t)((const char *)a + off) : 0;
-    s->at = v % l->W;
-    s->n = (uint32_t)n;
-    s->write = units(end);
-    l->end = end;
-  }
   return hetcclSuccess;
 }
 
