@@ -54,12 +54,12 @@ typedef int (*self_calls_fn)(char *why, size_t len);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define GUARD_NO_DLSYM_COUNT 1
 #endif
-static atomic_int g_async_lookups;
 #ifndef GUARD_NO_DLSYM_COUNT
 /* Not under AddressSanitizer or ThreadSanitizer: their runtimes find the
  * functions they wrap with dlsym(RTLD_NEXT, ...), which names the object
  * after the caller, and a dlsym of the program's own would become that
  * caller. The plain build runs the count. */
+static atomic_int g_async_lookups;
 void *dlsym(void *restrict handle, const char *restrict name) {
   static void *(*real)(void *, const char *);
   if (!real) {
