@@ -320,23 +320,19 @@ static int rank_main(struct shared *sh, int rank, int which) {
   return 1;
 }
 
+struct case_arg {
+  struct shared *sh;
+  int which;
+};
+static int case_rank(int rank, void *arg) {
+  const struct case_arg *a = arg;
+  return rank_main(a->sh, rank, a->which);
+}
+
 static int run_case(struct shared *sh, int which) {
   memset(&sh->bar, 0, sizeof sh->bar);
-  pid_t kids[2];
-  for (int r = 0; r < 2; r++) {
-    kids[r] = fork();
-    if (kids[r] == 0) {
-      alarm(60);
-      _exit(rank_main(sh, r, which));
-    }
-  }
-  int ok = 1;
-  for (int r = 0; r < 2; r++) {
-    int st;
-    waitpid(kids[r], &st, 0);
-    ok &= WIFEXITED(st) && WEXITSTATUS(st) == 0;
-  }
-  return ok;
+  struct case_arg a = {sh, which};
+  return link_fork_pair(case_rank, &a);
 }
 
 /* One process: a peer that chose another provider is refused at connect. */

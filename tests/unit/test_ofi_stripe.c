@@ -134,23 +134,19 @@ static int rank_main(struct shared *sh, int rank, size_t min_bytes) {
   return e.fails ? 1 : 0;
 }
 
+struct case_arg {
+  struct shared *sh;
+  size_t min_bytes;
+};
+static int case_rank(int rank, void *arg) {
+  const struct case_arg *a = arg;
+  return rank_main(a->sh, rank, a->min_bytes);
+}
+
 static int run_case(struct shared *sh, size_t min_bytes) {
   memset(&sh->bar, 0, sizeof sh->bar);
-  pid_t kids[2];
-  for (int r = 0; r < 2; r++) {
-    kids[r] = fork();
-    if (kids[r] == 0) {
-      alarm(60);
-      _exit(rank_main(sh, r, min_bytes));
-    }
-  }
-  int ok = 1;
-  for (int r = 0; r < 2; r++) {
-    int st;
-    waitpid(kids[r], &st, 0);
-    ok &= WIFEXITED(st) && WEXITSTATUS(st) == 0;
-  }
-  return ok;
+  struct case_arg a = {sh, min_bytes};
+  return link_fork_pair(case_rank, &a);
 }
 
 int main(void) {
