@@ -73,8 +73,14 @@ typedef hetcclRedOp_t redop_t;
 static result_t get_id(uid_t_ *id) { return hetcclGetUniqueId(id); }
 #endif
 
+/* The test tools' paths: tests/abi/CMakeLists.txt sets them; compiled by
+ * hand, the build tree's places, relative to the build directory the test
+ * is then run from (a missing library fails the first case). */
 #ifndef PASSTHROUGH_RECORDING_NCCL
-#error "PASSTHROUGH_RECORDING_NCCL (the recording NCCL's path) is set by tests/abi/CMakeLists.txt"
+#define PASSTHROUGH_RECORDING_NCCL "test-tools/recording-nccl/libnccl.so.2"
+#endif
+#ifndef PASSTHROUGH_STAND_IN_CUDA
+#define PASSTHROUGH_STAND_IN_CUDA "test-tools/stand-in-cuda/libcuda.so.1"
 #endif
 
 static const char *(*g_log)(void);
